@@ -1,0 +1,32 @@
+// The exception every starter throws until the student fills a function in.
+#pragma once
+
+#include <source_location>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace pa {
+
+/// Thrown by a starter function that has not been written yet; its message names the function
+/// and the file to edit, e.g. "not implemented yet: write_kv — fill it in at labs/01-.../starter.cpp".
+class NotImplemented : public std::logic_error {
+ public:
+  explicit NotImplemented(std::string_view function,
+                          std::source_location where = std::source_location::current())
+      : std::logic_error("not implemented yet: " + std::string(function) + " — fill it in at " +
+                         repo_relative(where.file_name())) {}
+
+  /// The part of `path` from its last "labs/" (or "solutions/") on, so the message is the same
+  /// on every machine, wherever the repository was cloned.
+  static std::string repo_relative(std::string_view path) {
+    for (std::string_view root : {"labs/", "solutions/", "common/"}) {
+      if (const auto at = path.rfind(root); at != std::string_view::npos) {
+        return std::string(path.substr(at));
+      }
+    }
+    return std::string(path);
+  }
+};
+
+}  // namespace pa

@@ -1,0 +1,188 @@
+#include "pa/testing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+namespace pa::testing {
+namespace {
+
+std::string where(const Eigen::MatrixXd& m, Eigen::Index r, Eigen::Index c) {
+  std::ostringstream out;
+  if (m.cols() == 1) {
+    out << "[" << r << "]";
+  } else {
+    out << "[" << r << ", " << c << "]";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+::testing::AssertionResult AllCloseImpl(const Eigen::MatrixXd& expected,
+                                        const Eigen::MatrixXd& actual, double atol, double rtol) {
+  if (expected.rows() != actual.rows() || expected.cols() != actual.cols()) {
+    return ::testing::AssertionFailure()
+           << "shape mismatch: expected [" << expected.rows() << ", " << expected.cols()
+           << "], actual [" << actual.rows() << ", " << actual.cols() << "]";
+  }
+  double worst_excess = -1.0;
+  Eigen::Index worst_r = 0, worst_c = 0;
+  for (Eigen::Index r = 0; r < actual.rows(); ++r) {
+    for (Eigen::Index c = 0; c < actual.cols(); ++c) {
+      const double a = actual(r, c), e = expected(r, c);
+      if (!std::isfinite(a)) {
+        return ::testing::AssertionFailure()
+               << "actual" << where(actual, r, c) << " = " << a
+               << " is not finite (expected " << e << ")";
+      }
+      const double tol = atol + rtol * std::abs(e);
+      const double excess = std::abs(a - e) - tol;
+      if (excess > worst_excess || (r == 0 && c == 0)) {
+        worst_excess = excess;
+        worst_r = r;
+        worst_c = c;
+      }
+    }
+  }
+  const double e = actual.size() ? expected(worst_r, worst_c) : 0.0;
+  const double a = actual.size() ? actual(worst_r, worst_c) : 0.0;
+  const double tol = atol + rtol * std::abs(e);
+  std::ostringstream msg;
+  msg.precision(17);
+  msg << "worst element " << where(actual, worst_r, worst_c) << ": expected " << e
+      << ", actual " << a << ", |diff| " << std::abs(a - e) << ", tolerance " << tol
+      << " (atol " << atol << ", rtol " << rtol << ")";
+  if (actual.size() == 0 || std::abs(a - e) <= tol) {
+    return ::testing::AssertionSuccess() << msg.str();
+  }
+  return ::testing::AssertionFailure() << msg.str();
+}
+
+::testing::AssertionResult BitIdenticalImpl(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  if (a.rows() != b.rows() || a.cols() != b.cols()) {
+    return ::testing::AssertionFailure() << "shape mismatch: [" << a.rows() << ", " << a.cols()
+                                         << "] vs [" << b.rows() << ", " << b.cols() << "]";
+  }
+  for (Eigen::Index r = 0; r < a.rows(); ++r) {
+    for (Eigen::Index c = 0; c < a.cols(); ++c) {
+      const double x = a(r, c), y = b(r, c);
+      if (!std::isfinite(x) || !std::isfinite(y) || std::memcmp(&x, &y, sizeof x) != 0) {
+        std::ostringstream msg;
+        msg.precision(17);
+        msg << "first difference at " << where(a, r, c) << ": " << x << " vs " << y;
+        return ::testing::AssertionFailure() << msg.str();
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult FarFromUniform(const Vec& scores, double factor) {
+  if (scores.size() == 0) return ::testing::AssertionFailure() << "no scores";
+  const Vec w = (scores.array() - scores.maxCoeff()).exp().matrix();
+  const double largest = w.maxCoeff() / w.sum();
+  const double uniform = 1.0 / static_cast<double>(scores.size());
+  if (largest >= factor * uniform) {
+    return ::testing::AssertionSuccess()
+           << "largest softmax weight " << largest << " >= " << factor << " x 1/" << scores.size();
+  }
+  return ::testing::AssertionFailure()
+         << "test data too tame: largest softmax weight " << largest << " < " << factor << " x 1/"
+         << scores.size() << "; spread the logits so a wrong softmax is loud";
+}
+
+Vec scores(const Vec& q, const Mat& K) {
+  return (K * q) / std::sqrt(static_cast<double>(q.size()));
+}
+
+Vec reference_attention(const Vec& q, const Mat& K, const Mat& V) {
+  const Eigen::Index n = K.rows(), d = K.cols(), dv = V.cols();
+  std::vector<long double> s(static_cast<size_t>(n));
+  long double m = -std::numeric_limits<long double>::infinity();
+  for (Eigen::Index i = 0; i < n; ++i) {
+    long double dot = 0;
+    for (Eigen::Index j = 0; j < d; ++j) dot += static_cast<long double>(K(i, j)) * q[j];
+    s[i] = dot / std::sqrt(static_cast<long double>(d));
+    m = std::max(m, s[i]);
+  }
+  long double denom = 0;
+  std::vector<long double> acc(static_cast<size_t>(dv), 0.0L);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const long double p = std::exp(s[i] - m);
+    denom += p;
+    for (Eigen::Index j = 0; j < dv; ++j) acc[j] += p * V(i, j);
+  }
+  Vec out(dv);
+  for (Eigen::Index j = 0; j < dv; ++j) out[j] = static_cast<double>(acc[j] / denom);
+  return out;
+}
+
+Mat reference_attention_heads(const Mat& q, const Mat& K, const Mat& V) {
+  const Eigen::Index num_heads = q.rows(), head_dim = q.cols();
+  const Eigen::Index group = num_heads / (K.cols() / head_dim);
+  Mat out(num_heads, head_dim);  // [num_heads, head_dim]
+  for (Eigen::Index h = 0; h < num_heads; ++h) {
+    const Eigen::Index col = (h / group) * head_dim;
+    out.row(h) = reference_attention(q.row(h).transpose(), K.middleCols(col, head_dim),
+                                     V.middleCols(col, head_dim))
+                     .transpose();
+  }
+  return out;
+}
+
+::testing::AssertionResult ThrowsInvalidArgument(const std::function<void()>& call,
+                                                 std::initializer_list<std::string_view> fragments) {
+  try {
+    call();
+  } catch (const std::invalid_argument& e) {
+    const std::string_view what = e.what();
+    for (std::string_view f : fragments) {
+      if (what.find(f) == std::string_view::npos) {
+        return ::testing::AssertionFailure()
+               << "the message \"" << what << "\" does not mention \"" << f << "\"";
+      }
+    }
+    return ::testing::AssertionSuccess() << e.what();
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure()
+           << "threw something other than std::invalid_argument: " << e.what();
+  }
+  return ::testing::AssertionFailure() << "did not throw std::invalid_argument";
+}
+
+void poison(Mat& m, double value) { m.setConstant(value); }
+
+void poison_rows(Mat& m, Eigen::Index first, Eigen::Index count, double value) {
+  m.middleRows(first, count).setConstant(value);
+}
+
+Mat Rng::normal(Eigen::Index rows, Eigen::Index cols, double stddev) {
+  std::normal_distribution<double> dist(0.0, stddev);
+  Mat m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = dist(engine_);
+  return m;
+}
+
+Vec Rng::normal_vec(Eigen::Index n, double stddev) {
+  return normal(n, 1, stddev).col(0);
+}
+
+int Rng::uniform_int(int lo, int hi) {
+  return std::uniform_int_distribution<int>(lo, hi)(engine_);
+}
+
+IVec Rng::permutation(int n) {
+  IVec p(n);
+  std::iota(p.begin(), p.end(), 0);
+  std::shuffle(p.begin(), p.end(), engine_);
+  return p;
+}
+
+IVec Rng::distinct_ids(int count, int n) { return permutation(n).head(count); }
+
+}  // namespace pa::testing
