@@ -49,7 +49,7 @@ Vec paged_online_attention(const Vec& q, const Mat& k_cache, const Mat& v_cache,
     // empty history is rescaled by 0, and weights are taken against 0 while the max is -inf.
     const double corr = (m == kNegInf) ? 0.0 : std::exp(m - m_new);  // shrinks the history
     const double shift = (m_new == kNegInf) ? 0.0 : m_new;
-    const Vec p = (s.array() - shift).exp().matrix();     // [valid] weights on the new scale
+    const Vec p = (s.array() - shift).exp().matrix();     // [valid] relative to m_new
 
     acc = acc * corr + v_block.transpose() * p;            // [dv]
     denom = denom * corr + p.sum();
