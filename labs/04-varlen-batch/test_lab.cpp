@@ -1,0 +1,852 @@
+// Lab 04 — the graded tests. Run: tools/lab grade 04   (or ctest --preset starter -L lab04)
+//
+// Ground truth is a per-sequence dense causal reference: for every query row, the test calls
+// pa::testing::reference_attention (long double, plain loops) over exactly the key prefix that
+// row may see, taken from the sequence's contiguous K/V. Every pool row no sequence owns is
+// poisoned (NaN, or 1e6 in one test), so reading a slot too many is never quiet.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "pa/testing.hpp"
+#include "varlen_batch.hpp"
+
+namespace pa::varlen_batch {
+namespace {
+
+using pa::testing::AllClose;
+using pa::testing::BitIdentical;
+using pa::testing::FarFromUniform;
+using pa::testing::Rng;
+
+// Paged and dense attention are the same float64 arithmetic up to summation order; the
+// reference runs in long double. Outputs are O(1), so rounding stays below 1e-14: 1e-12 leaves
+// room for order effects and none for a wrong weight, a wrong key or a wrong head.
+constexpr double kExactTol = 1e-12;
+
+// Query entries are drawn with this standard deviation and keys with 1, so every score has
+// standard deviation ~4 and each softmax is peaked (asserted per test with FarFromUniform).
+constexpr double kLogitSpread = 4.0;
+
+// ---- the test's own view of a batch --------------------------------------------------------
+
+/// One request in a test batch: how much is cached and how much is new this step.
+struct Shape {
+  int num_cached;
+  int num_new;
+};
+
+/// A batch whose every sequence has contiguous K/V (the dense truth) and a copy in a paged pool.
+struct Batch {
+  int block_size = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0, num_blocks = 0;
+  std::vector<SeqStep> steps;  // what the scheduler would pass to build_forward_meta
+  std::vector<Mat> k, v;       // per sequence [num_cached + num_new, num_kv_heads * head_dim]
+  Mat q;                       // [total_new, num_heads * head_dim], token-major
+  Mat k_pool, v_pool;          // [num_blocks * block_size, num_kv_heads * head_dim]
+  ForwardMeta meta;            // computed by expected_meta below, not by the student's code
+
+  int kv_width() const { return num_kv_heads * head_dim; }
+  int q_width() const { return num_heads * head_dim; }
+};
+
+/// The pool row of position p of a sequence with blocks `blocks`, computed with plain integers.
+int slot_of(const std::vector<int>& blocks, int p, int block_size) {
+  return blocks[p / block_size] * block_size + p % block_size;
+}
+
+/// The metadata, written out with loops, independently of the student's build_forward_meta.
+ForwardMeta expected_meta(const std::vector<SeqStep>& steps, int block_size) {
+  const int num_seqs = static_cast<int>(steps.size());
+  std::size_t width = 0;
+  for (const SeqStep& s : steps) width = std::max(width, s.blocks.size());
+  ForwardMeta m;
+  m.block_size = block_size;
+  m.cu_seqlens_q = IVec::Zero(num_seqs + 1);
+  m.seq_lens_kv = IVec::Zero(num_seqs);
+  m.block_table = IMat::Constant(num_seqs, static_cast<Eigen::Index>(width), -1);
+  std::vector<int> slots, positions;
+  for (int s = 0; s < num_seqs; ++s) {
+    m.cu_seqlens_q[s + 1] = m.cu_seqlens_q[s] + steps[s].num_new;
+    m.seq_lens_kv[s] = steps[s].num_cached + steps[s].num_new;
+    for (std::size_t b = 0; b < steps[s].blocks.size(); ++b) m.block_table(s, b) = steps[s].blocks[b];
+    for (int j = 0; j < steps[s].num_new; ++j) {
+      const int p = steps[s].num_cached + j;
+      positions.push_back(p);
+      slots.push_back(slot_of(steps[s].blocks, p, block_size));
+    }
+  }
+  m.slot_mapping = Eigen::Map<const IVec>(slots.data(), Eigen::Index(slots.size()));
+  m.positions = Eigen::Map<const IVec>(positions.data(), Eigen::Index(positions.size()));
+  return m;
+}
+
+/// Builds a batch: random K/V per sequence, random queries, blocks drawn without replacement
+/// from a pool of num_blocks in random order, every sequence's tokens placed in the pool by the
+/// test (so attn_paged is tested apart from set_kv), every other row set to `poison`.
+Batch make_batch(Rng& rng, const std::vector<Shape>& shapes, int block_size, int num_heads,
+                 int num_kv_heads, int head_dim, int num_blocks,
+                 double poison = pa::testing::kPoison) {
+  Batch b;
+  b.block_size = block_size;
+  b.num_heads = num_heads;
+  b.num_kv_heads = num_kv_heads;
+  b.head_dim = head_dim;
+  b.num_blocks = num_blocks;
+  int blocks_needed = 0, total_new = 0;
+  for (const Shape& s : shapes) {
+    blocks_needed += (s.num_cached + s.num_new + block_size - 1) / block_size;
+    total_new += s.num_new;
+  }
+  const IVec ids = rng.distinct_ids(blocks_needed, num_blocks);
+  int next = 0;
+  for (const Shape& s : shapes) {
+    const int seq_len = s.num_cached + s.num_new;
+    SeqStep step{{}, s.num_cached, s.num_new};
+    for (int i = 0; i < (seq_len + block_size - 1) / block_size; ++i) step.blocks.push_back(ids[next++]);
+    b.steps.push_back(step);
+    b.k.push_back(rng.normal(seq_len, b.kv_width()));
+    b.v.push_back(rng.normal(seq_len, b.kv_width()));
+  }
+  b.q = rng.normal(total_new, b.q_width(), kLogitSpread);
+  b.k_pool = Mat::Constant(Eigen::Index{num_blocks} * block_size, b.kv_width(), poison);
+  b.v_pool = b.k_pool;
+  for (std::size_t s = 0; s < shapes.size(); ++s) {
+    for (int p = 0; p < b.k[s].rows(); ++p) {
+      const int row = slot_of(b.steps[s].blocks, p, block_size);
+      b.k_pool.row(row) = b.k[s].row(p);
+      b.v_pool.row(row) = b.v[s].row(p);
+    }
+  }
+  b.meta = expected_meta(b.steps, block_size);
+  return b;
+}
+
+/// The per-sequence dense causal reference: query i of sequence s attends the first
+/// num_cached + i + 1 rows of that sequence's contiguous K/V, and nothing else.
+/// -> [total_new, num_heads * head_dim], token-major.
+Mat reference(const Batch& b) {
+  Mat out(b.q.rows(), b.q_width());
+  int row = 0;
+  for (std::size_t s = 0; s < b.steps.size(); ++s) {
+    for (int i = 0; i < b.steps[s].num_new; ++i, ++row) {
+      const int visible = b.steps[s].num_cached + i + 1;
+      const Mat q_heads = b.q.row(row).reshaped<Eigen::RowMajor>(b.num_heads, b.head_dim);
+      const Mat o = pa::testing::reference_attention_heads(q_heads, b.k[s].topRows(visible),
+                                                           b.v[s].topRows(visible));
+      out.row(row) = o.reshaped<Eigen::RowMajor>(1, b.q_width());
+    }
+  }
+  return out;
+}
+
+/// Asserts, on this test's own data, that the softmax of the last query of the sequence with
+/// the most keys is far from uniform in head 0 (that row sees the whole sequence).
+void expect_spread(const Batch& b) {
+  std::size_t longest = 0;
+  for (std::size_t s = 1; s < b.k.size(); ++s) {
+    if (b.k[s].rows() > b.k[longest].rows()) longest = s;
+  }
+  const int last_row = b.meta.cu_seqlens_q[longest + 1] - 1;
+  const Vec q0 = b.q.row(last_row).head(b.head_dim).transpose();
+  EXPECT_TRUE(FarFromUniform(pa::testing::scores(q0, b.k[longest].leftCols(b.head_dim))));
+}
+
+Mat run_attn(const Batch& b) {
+  return attn_paged(b.q, b.k_pool, b.v_pool, b.meta, b.num_heads, b.num_kv_heads);
+}
+
+/// Asserts every metadata tensor of `actual` equals `expected` exactly.
+void expect_meta_eq(const ForwardMeta& expected, const ForwardMeta& actual) {
+  EXPECT_TRUE(BitIdentical(expected.cu_seqlens_q, actual.cu_seqlens_q)) << "cu_seqlens_q";
+  EXPECT_TRUE(BitIdentical(expected.seq_lens_kv, actual.seq_lens_kv)) << "seq_lens_kv";
+  EXPECT_TRUE(BitIdentical(expected.block_table, actual.block_table)) << "block_table";
+  EXPECT_TRUE(BitIdentical(expected.slot_mapping, actual.slot_mapping)) << "slot_mapping";
+  EXPECT_TRUE(BitIdentical(expected.positions, actual.positions)) << "positions";
+  EXPECT_EQ(expected.block_size, actual.block_size) << "block_size";
+}
+
+// ---- build_forward_meta: the formulas, worked by hand ---------------------------------------
+
+/// [meta_tests]
+TEST(ForwardMeta, SinglePrefillOfN) {
+  // 11 prompt tokens, block_size 4: blocks 7, 2, 5 hold positions 0-3, 4-7, 8-10.
+  const ForwardMeta m = build_forward_meta({{{7, 2, 5}, 0, 11}}, 4);
+  ForwardMeta e;
+  e.cu_seqlens_q = IVec{{0, 11}};
+  e.seq_lens_kv = IVec{{11}};
+  e.block_table = IMat{{7, 2, 5}};
+  e.slot_mapping = IVec{{28, 29, 30, 31, 8, 9, 10, 11, 20, 21, 22}};
+  e.positions = IVec::LinSpaced(11, 0, 10);
+  e.block_size = 4;
+  expect_meta_eq(e, m);
+}
+
+TEST(ForwardMeta, SingleDecodeStep) {
+  // 9 tokens cached, 1 new: it sits at position 9 = offset 1 of logical block 2 (physical 7).
+  const ForwardMeta m = build_forward_meta({{{3, 0, 7}, 9, 1}}, 4);
+  ForwardMeta e;
+  e.cu_seqlens_q = IVec{{0, 1}};
+  e.seq_lens_kv = IVec{{10}};
+  e.block_table = IMat{{3, 0, 7}};
+  e.slot_mapping = IVec{{29}};
+  e.positions = IVec{{9}};
+  e.block_size = 4;
+  expect_meta_eq(e, m);
+}
+
+TEST(ForwardMeta, MixedDecodeAndPrefillChunk) {
+  // A decodes its 7th token (6 cached); B prefills positions 5-10 of its prompt (5 cached).
+  const ForwardMeta m = build_forward_meta({{{4, 1}, 6, 1}, {{0, 6, 3}, 5, 6}}, 4);
+  ForwardMeta e;
+  e.cu_seqlens_q = IVec{{0, 1, 7}};  // new tokens only: 1, then 6
+  e.seq_lens_kv = IVec{{7, 11}};     // cached + new
+  e.block_table = IMat{{4, 1, -1}, {0, 6, 3}};
+  e.slot_mapping = IVec{{6, 25, 26, 27, 12, 13, 14}};  // A: block 1 offset 2; B: 5..10
+  e.positions = IVec{{6, 5, 6, 7, 8, 9, 10}};
+  e.block_size = 4;
+  expect_meta_eq(e, m);
+}
+
+TEST(ForwardMeta, ThreeSequencesPadTheBlockTableWithMinusOne) {
+  // 4, 1 and 2 blocks: the table is 4 wide and the two short rows end in -1.
+  const ForwardMeta m =
+      build_forward_meta({{{9, 3, 11, 0}, 12, 1}, {{5}, 0, 3}, {{2, 8}, 4, 2}}, 4);
+  ForwardMeta e;
+  e.cu_seqlens_q = IVec{{0, 1, 4, 6}};
+  e.seq_lens_kv = IVec{{13, 3, 6}};
+  e.block_table = IMat{{9, 3, 11, 0}, {5, -1, -1, -1}, {2, 8, -1, -1}};
+  e.slot_mapping = IVec{{0, 20, 21, 22, 32, 33}};
+  e.positions = IVec{{12, 0, 1, 2, 4, 5}};
+  e.block_size = 4;
+  expect_meta_eq(e, m);
+}
+/// [meta_tests]
+
+TEST(ForwardMeta, RandomBatchMatchesTheLoopFormulas) {
+  // Eight requests of every kind, block_size 16, shuffled blocks: every tensor equals the
+  // formulas written out with loops.
+  Rng rng(401);
+  const Batch b = make_batch(rng,
+                             {{0, 37}, {52, 1}, {16, 16}, {15, 1}, {0, 1}, {31, 9}, {64, 1}, {3, 29}},
+                             16, 1, 1, 1, 64);
+  expect_meta_eq(b.meta, build_forward_meta(b.steps, 16));
+}
+
+// ---- set_kv: the write map -----------------------------------------------------------------
+
+TEST(SetKv, ScattersEveryRowAndTouchesNothingElse) {
+  Rng rng(411);
+  const int block_size = 4, num_blocks = 12, width = 6;
+  Mat k_pool = Mat::Constant(num_blocks * block_size, width, pa::testing::kPoison);
+  Mat v_pool = k_pool;
+  const std::vector<SeqStep> steps{{{10, 2}, 5, 1}, {{7, 0, 4}, 0, 9}};
+  const ForwardMeta m = build_forward_meta(steps, block_size);
+  const Mat k = rng.normal(10, width), v = rng.normal(10, width);
+  set_kv(k_pool, v_pool, m.slot_mapping, k, v);
+
+  std::set<int> written;
+  int row = 0;
+  for (const SeqStep& s : steps) {
+    for (int j = 0; j < s.num_new; ++j, ++row) {
+      const int slot = slot_of(s.blocks, s.num_cached + j, block_size);
+      written.insert(slot);
+      ASSERT_TRUE(BitIdentical(k.row(row), k_pool.row(slot))) << "new token " << row;
+      ASSERT_TRUE(BitIdentical(v.row(row), v_pool.row(slot))) << "new token " << row;
+    }
+  }
+  for (int r = 0; r < k_pool.rows(); ++r) {
+    if (written.count(r)) continue;
+    ASSERT_TRUE(k_pool.row(r).array().isNaN().all()) << "row " << r << " was overwritten";
+    ASSERT_TRUE(v_pool.row(r).array().isNaN().all()) << "row " << r << " was overwritten";
+  }
+}
+
+TEST(SetKv, BlockTensorViewSeesTheSameBytes) {
+  // The pool as [num_slots, H_kv * D] for writes and as [num_blocks, block_size * H_kv * D] for
+  // reads: token p of a sequence is row p % block_size of block blocks[p / block_size].
+  Rng rng(412);
+  const int block_size = 8, num_blocks = 6, num_kv_heads = 2, head_dim = 4;
+  const int width = num_kv_heads * head_dim;
+  Mat k_pool = Mat::Constant(num_blocks * block_size, width, pa::testing::kPoison);
+  Mat v_pool = k_pool;
+  const SeqStep seq{{4, 1, 5}, 0, 19};
+  const ForwardMeta m = build_forward_meta({seq}, block_size);
+  const Mat k = rng.normal(19, width), v = rng.normal(19, width);
+  set_kv(k_pool, v_pool, m.slot_mapping, k, v);
+
+  const Eigen::Map<const Mat> k_blocks(k_pool.data(), num_blocks, block_size * width);
+  for (int p = 0; p < 19; ++p) {
+    const int block = seq.blocks[p / block_size], offset = p % block_size;
+    for (int h = 0; h < num_kv_heads; ++h) {
+      // element [block, offset, h, d] of the 4-D view
+      const auto in_view = k_blocks.row(block).segment((offset * num_kv_heads + h) * head_dim,
+                                                       head_dim);
+      ASSERT_TRUE(BitIdentical(k.row(p).segment(h * head_dim, head_dim), in_view))
+          << "token " << p << ", kv head " << h;
+    }
+  }
+}
+
+// ---- attn_paged against the per-sequence dense causal reference ----------------------------
+
+/// [attn_tests]
+TEST(AttnPaged, SinglePrefillOfNIsCausal) {
+  Rng rng(421);
+  const Batch b = make_batch(rng, {{0, 37}}, 8, 4, 2, 8, 10);
+  expect_spread(b);
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+}
+
+TEST(AttnPaged, SingleDecodeStepSeesTheWholeCache) {
+  Rng rng(422);
+  const Batch b = make_batch(rng, {{52, 1}}, 8, 4, 2, 8, 10);
+  expect_spread(b);
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+}
+
+TEST(AttnPaged, MixedDecodeAndPrefillChunkInOneCall) {
+  // A decodes at length 29; B prefills a 13-token chunk after 19 cached tokens.
+  Rng rng(423);
+  const Batch b = make_batch(rng, {{28, 1}, {19, 13}}, 8, 4, 2, 8, 12);
+  expect_spread(b);
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+}
+
+TEST(AttnPaged, ThreeSequencesWithPaddedBlockTable) {
+  // 6, 1 and 4 blocks of 8: the -1 padding in the table is never dereferenced.
+  Rng rng(424);
+  const Batch b = make_batch(rng, {{44, 1}, {0, 7}, {16, 9}}, 8, 4, 2, 8, 16);
+  ASSERT_EQ(b.meta.block_table.cols(), 6);
+  expect_spread(b);
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+}
+/// [attn_tests]
+
+TEST(AttnPaged, HugePoisonInUnusedSlotsIsNeverRead) {
+  // The same kind of batch with 1e6 in every row no sequence owns (including the tails of the
+  // last blocks): one such key would own the softmax, one such value would swamp the output.
+  Rng rng(425);
+  const Batch b = make_batch(rng, {{20, 1}, {0, 11}, {9, 5}}, 16, 2, 2, 8, 8,
+                             pa::testing::kHugePoison);
+  expect_spread(b);
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+}
+
+TEST(AttnPaged, GroupedQueryHeadsEightOverTwo) {
+  // Query heads 0-3 read kv head 0, heads 4-7 kv head 1; all eight hold different data, so a
+  // wrong head mapping or a head-major output fails on every row.
+  Rng rng(4261);
+  const Batch b = make_batch(rng, {{30, 1}, {5, 12}, {0, 6}}, 16, 8, 2, 16, 8);
+  expect_spread(b);
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+}
+
+TEST(AttnPaged, MultiHeadFourOverFour) {
+  Rng rng(427);
+  const Batch b = make_batch(rng, {{0, 21}, {33, 1}, {12, 3}, {47, 1}}, 4, 4, 4, 8, 40);
+  expect_spread(b);
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+}
+
+TEST(AttnPaged, OutputIsTokenMajor) {
+  // Two tokens, two heads, head_dim 1, one key each (a fresh prefill sees only itself at
+  // query 0): the output is then exactly the value rows, laid out [token][head].
+  // A head-major buffer read as token-major would put head 1 of token 0 where head 0 of
+  // token 1 belongs.
+  Rng rng(428);
+  Batch b = make_batch(rng, {{0, 1}, {0, 1}}, 4, 2, 2, 1, 4);
+  const Mat out = run_attn(b);
+  ASSERT_EQ(out.rows(), 2);
+  ASSERT_EQ(out.cols(), 2);
+  // Each sequence has one key, so softmax is [1] and the output row is its value row.
+  EXPECT_TRUE(AllClose(b.v[0], out.row(0), kExactTol)) << "token 0 should be [v0_h0, v0_h1]";
+  EXPECT_TRUE(AllClose(b.v[1], out.row(1), kExactTol)) << "token 1 should be [v1_h0, v1_h1]";
+}
+
+// ---- what the batch must never do ----------------------------------------------------------
+
+/// [leak_tests]
+TEST(NoLeakage, AnotherSequencesKvNeverReachesThisOne) {
+  // Rewrite every K/V row of sequence 1 (and its queries); sequences 0 and 2 must not move by a
+  // single bit.
+  Rng rng(431);
+  Batch b = make_batch(rng, {{25, 1}, {10, 14}, {0, 9}}, 8, 4, 2, 8, 16);
+  expect_spread(b);
+  const Mat before = run_attn(b);
+  ASSERT_TRUE(AllClose(reference(b), before, kExactTol));
+
+  const SeqStep& other = b.steps[1];
+  for (int p = 0; p < other.num_cached + other.num_new; ++p) {
+    const int row = slot_of(other.blocks, p, b.block_size);
+    b.k_pool.row(row) = rng.normal(1, b.kv_width(), 10.0);
+    b.v_pool.row(row) = rng.normal(1, b.kv_width(), 10.0);
+  }
+  b.q.middleRows(b.meta.cu_seqlens_q[1], other.num_new) =
+      rng.normal(other.num_new, b.q_width(), kLogitSpread);
+  const Mat after = run_attn(b);
+
+  for (int s : {0, 2}) {
+    const int start = b.meta.cu_seqlens_q[s], len = b.meta.cu_seqlens_q[s + 1] - start;
+    EXPECT_TRUE(BitIdentical(before.middleRows(start, len), after.middleRows(start, len)))
+        << "sequence " << s << " changed when only sequence 1's data did";
+  }
+}
+
+TEST(NoLeakage, LaterTokensNeverReachEarlierQueries) {
+  // A 12-token chunk after 20 cached tokens: rewrite the K/V of the chunk's last 4 tokens.
+  // Query rows 0-7 of the chunk must stay bit-identical; the last rows must change.
+  Rng rng(432);
+  Batch b = make_batch(rng, {{6, 1}, {20, 12}}, 8, 4, 2, 8, 12);
+  expect_spread(b);
+  const Mat before = run_attn(b);
+  ASSERT_TRUE(AllClose(reference(b), before, kExactTol));
+
+  const SeqStep& seq = b.steps[1];
+  for (int p = 28; p < 32; ++p) {
+    const int row = slot_of(seq.blocks, p, b.block_size);
+    b.k_pool.row(row) = rng.normal(1, b.kv_width(), 10.0);
+    b.v_pool.row(row) = rng.normal(1, b.kv_width(), 10.0);
+  }
+  const Mat after = run_attn(b);
+  const int start = b.meta.cu_seqlens_q[1];
+  EXPECT_TRUE(BitIdentical(before.middleRows(start, 8), after.middleRows(start, 8)))
+      << "a query saw a key at a later position";
+  EXPECT_FALSE(BitIdentical(before.row(start + 11), after.row(start + 11)))
+      << "the last query should see the rewritten keys";
+  EXPECT_TRUE(BitIdentical(before.row(0), after.row(0))) << "sequence 0 moved";
+}
+/// [leak_tests]
+
+// ---- through the whole step: build_forward_meta, set_kv, attn_paged ------------------------
+
+/// Runs one engine step for a single sequence through the student's three functions.
+/// k, v: the sequence's contiguous K/V; q: its queries [num_tokens, q_width].
+Mat step_through(Mat& k_pool, Mat& v_pool, const std::vector<int>& blocks, int num_cached,
+                 int num_new, const Mat& q, const Mat& k, const Mat& v, int block_size,
+                 int num_heads, int num_kv_heads) {
+  const ForwardMeta m = build_forward_meta({{blocks, num_cached, num_new}}, block_size);
+  set_kv(k_pool, v_pool, m.slot_mapping, k.middleRows(num_cached, num_new),
+         v.middleRows(num_cached, num_new));
+  return attn_paged(q.middleRows(num_cached, num_new), k_pool, v_pool, m, num_heads,
+                    num_kv_heads);
+}
+
+/// [chunk_test]
+TEST(ChunkedPrefill, ChunksOfSixteenEqualOnePrefillOfForty) {
+  // Chunking changes when a token is attended, never what it attends: feeding 40 prompt
+  // tokens as 16 + 16 + 8 yields, row for row, what one 40-token prefill yields.
+  Rng rng(441);
+  const int block_size = 16, num_blocks = 8, num_heads = 4, num_kv_heads = 2, head_dim = 8;
+  const int width = num_kv_heads * head_dim, n = 40;
+  const Mat q = rng.normal(n, num_heads * head_dim, kLogitSpread);
+  const Mat k = rng.normal(n, width), v = rng.normal(n, width);
+  const Vec q0 = q.row(n - 1).head(head_dim).transpose();
+  EXPECT_TRUE(FarFromUniform(pa::testing::scores(q0, k.leftCols(head_dim))));
+
+  const Mat empty = Mat::Constant(num_blocks * block_size, width, pa::testing::kPoison);
+  Mat k_one = empty, v_one = empty;
+  const std::vector<int> blocks_one{5, 0, 3};
+  const Mat one_shot = step_through(k_one, v_one, blocks_one, 0, n, q, k, v, block_size,
+                                    num_heads, num_kv_heads);
+
+  Mat k_chunk = empty, v_chunk = empty;
+  const std::vector<int> blocks_chunk{2, 7, 4};  // another placement on purpose
+  Mat chunked(n, num_heads * head_dim);
+  int done = 0;
+  for (int chunk : {16, 16, 8}) {
+    chunked.middleRows(done, chunk) = step_through(k_chunk, v_chunk, blocks_chunk, done, chunk,
+                                                   q, k, v, block_size, num_heads, num_kv_heads);
+    done += chunk;
+  }
+  EXPECT_TRUE(AllClose(one_shot, chunked, kExactTol));
+
+  Batch dense;  // the dense truth for the same 40 rows
+  dense.num_heads = num_heads;
+  dense.num_kv_heads = num_kv_heads;
+  dense.head_dim = head_dim;
+  dense.steps = {{blocks_one, 0, n}};
+  dense.k = {k};
+  dense.v = {v};
+  dense.q = q;
+  EXPECT_TRUE(AllClose(reference(dense), chunked, kExactTol));
+}
+/// [chunk_test]
+
+// ---- end to end: a tiny decoder generates the same tokens both ways ------------------------
+
+/// A one-layer decoder with seeded random weights: x = embed[token] + pos[position];
+/// q, k, v = x W_q, x W_k, x W_v; h = x + attention(q, k, v) W_o; logits = h W_out.
+struct TinyDecoder {
+  static constexpr int kVocab = 48, kHeads = 4, kKvHeads = 2, kHeadDim = 8, kMaxPos = 96;
+  static constexpr int kModel = kHeads * kHeadDim;  // 32
+  Mat embed;  // [kVocab, kModel]
+  Mat pos;    // [kMaxPos, kModel]
+  Mat w_q;    // [kModel, kHeads * kHeadDim]
+  Mat w_k;    // [kModel, kKvHeads * kHeadDim]
+  Mat w_v;    // [kModel, kKvHeads * kHeadDim]
+  Mat w_o;    // [kHeads * kHeadDim, kModel]
+  Mat w_out;  // [kModel, kVocab]
+
+  explicit TinyDecoder(Rng& rng)
+      : embed(rng.normal(kVocab, kModel)),
+        pos(rng.normal(kMaxPos, kModel)),
+        // x has entries of variance ~2, so q entries have std 0.5 * sqrt(64) = 4 and k entries
+        // std 1: the scores spread like the rest of this file's (std ~4).
+        w_q(rng.normal(kModel, kHeads * kHeadDim, 0.5)),
+        w_k(rng.normal(kModel, kKvHeads * kHeadDim, 0.125)),
+        w_v(rng.normal(kModel, kKvHeads * kHeadDim, 0.125)),
+        w_o(rng.normal(kHeads * kHeadDim, kModel, 1.0 / std::sqrt(double(kModel)))),
+        // logits of std ~10: neighbours in the ranking sit whole units apart, not 1e-12.
+        w_out(rng.normal(kModel, kVocab, 1.0)) {}
+
+  /// The layer input of each (token, position) pair: [n, kModel].
+  Mat input(const std::vector<int>& tokens, const IVec& positions) const {
+    Mat x(Eigen::Index(tokens.size()), kModel);
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      x.row(i) = embed.row(tokens[i]) + pos.row(positions[i]);
+    }
+    return x;
+  }
+
+  /// The logits of each row given its input and its attention output: [n, kVocab].
+  Mat logits(const Mat& x, const Mat& attn) const { return (x + attn * w_o) * w_out; }
+};
+
+/// The greedy choice from one row of logits, and how far ahead of the runner-up it is.
+std::pair<int, double> argmax_with_margin(const Eigen::Ref<const Vec>& row) {
+  int best = 0;
+  for (int i = 1; i < row.size(); ++i) {
+    if (row[i] > row[best]) best = i;
+  }
+  double second = -std::numeric_limits<double>::infinity();
+  for (int i = 0; i < row.size(); ++i) {
+    if (i != best) second = std::max(second, row[i]);
+  }
+  return {best, row[best] - second};
+}
+
+// The two paths compute the same logits up to float64 rounding (~1e-12 on logits of ~10). A
+// greedy pick can only flip if two logits sit within that distance; every pick of the dense run
+// is asserted to lead by more than this, six orders of magnitude above the rounding.
+constexpr double kMinMargin = 1e-6;
+
+/// Greedy generation with a contiguous cache and plain dense causal attention (no paging):
+/// the prompt in one prefill, then one token per step. Returns `count` generated ids.
+std::vector<int> generate_dense(const TinyDecoder& model, const std::vector<int>& prompt,
+                                int count) {
+  Mat k_cache(0, TinyDecoder::kKvHeads * TinyDecoder::kHeadDim);  // [len, H_kv * D]
+  Mat v_cache = k_cache;
+  std::vector<int> fed = prompt, out;
+  int len = 0;
+  while (static_cast<int>(out.size()) < count) {
+    const int n = static_cast<int>(fed.size());
+    const Mat x = model.input(fed, IVec::LinSpaced(n, len, len + n - 1));
+    const Mat q = x * model.w_q;
+    k_cache.conservativeResize(len + n, Eigen::NoChange);
+    v_cache.conservativeResize(len + n, Eigen::NoChange);
+    k_cache.bottomRows(n) = x * model.w_k;
+    v_cache.bottomRows(n) = x * model.w_v;
+    Mat attn(n, TinyDecoder::kModel);
+    for (int i = 0; i < n; ++i) {  // row i sees the first len + i + 1 cached tokens
+      const Mat q_heads =
+          q.row(i).reshaped<Eigen::RowMajor>(TinyDecoder::kHeads, TinyDecoder::kHeadDim);
+      const Mat o = pa::testing::reference_attention_heads(q_heads, k_cache.topRows(len + i + 1),
+                                                           v_cache.topRows(len + i + 1));
+      attn.row(i) = o.reshaped<Eigen::RowMajor>(1, TinyDecoder::kModel);
+    }
+    len += n;
+    const Vec last = model.logits(x, attn).row(n - 1).transpose();
+    const auto [token, margin] = argmax_with_margin(last);
+    EXPECT_GT(margin, kMinMargin) << "dense pick " << out.size() << " is too close to call";
+    out.push_back(token);
+    fed = {token};
+  }
+  return out;
+}
+
+/// One in-flight request of the paged engine.
+struct Request {
+  std::vector<int> prompt;
+  int chunk;                    // prefill chunk size
+  std::vector<int> blocks;      // grows on demand from the shuffled free list
+  int num_cached = 0;           // tokens whose K/V are in the pool
+  std::vector<int> generated;   // greedy picks so far
+};
+
+/// [e2e_test]
+TEST(EndToEnd, PagedBatchGeneratesTheDenseTokens) {
+  Rng rng(451);
+  const TinyDecoder model(rng);
+  const int block_size = 4, num_blocks = 40, kv_width = TinyDecoder::kKvHeads * TinyDecoder::kHeadDim;
+  const int count = 20;
+
+  // The request under test and two neighbours: a long prompt prefilled in chunks of 12 and a
+  // short one. All three start together and share every step.
+  std::vector<Request> reqs(3);
+  reqs[0].prompt = {3, 17, 41, 8, 22, 5, 30, 11, 44, 2, 19, 27, 36};
+  reqs[0].chunk = 64;
+  for (int i = 0; i < 30; ++i) reqs[1].prompt.push_back((7 * i + 3) % TinyDecoder::kVocab);
+  reqs[1].chunk = 12;
+  reqs[2].prompt = {9, 1, 40, 33, 14};
+  reqs[2].chunk = 64;
+
+  // A shuffled free list: blocks come out in random order and requests interleave in the pool.
+  const IVec free_list = rng.permutation(num_blocks);
+  int next_free = 0;
+  Mat k_pool = Mat::Constant(num_blocks * block_size, kv_width, pa::testing::kPoison);
+  Mat v_pool = k_pool;
+
+  Mat k_history(0, kv_width);  // [tokens of request 0 so far, H_kv * D]
+  Vec last_query;               // [D] head 0 of request 0's newest query
+  while (static_cast<int>(reqs[0].generated.size()) < count) {
+    // Schedule: a request still in its prompt gets its next chunk, otherwise it decodes the
+    // token it picked last step. Blocks are reserved for what this step writes.
+    std::vector<SeqStep> steps;
+    std::vector<int> tokens;  // [total_new] the ids fed this step, sequence by sequence
+    for (Request& r : reqs) {
+      const int prompt_left = static_cast<int>(r.prompt.size()) - r.num_cached;
+      const int num_new = prompt_left > 0 ? std::min(r.chunk, prompt_left) : 1;
+      for (int j = 0; j < num_new; ++j) {
+        tokens.push_back(prompt_left > 0 ? r.prompt[r.num_cached + j] : r.generated.back());
+      }
+      while (static_cast<int>(r.blocks.size()) * block_size < r.num_cached + num_new) {
+        r.blocks.push_back(free_list[next_free++]);
+      }
+      steps.push_back({r.blocks, r.num_cached, num_new});
+    }
+
+    const ForwardMeta meta = build_forward_meta(steps, block_size);
+    const Mat x = model.input(tokens, meta.positions);  // [total_new, kModel]
+    const Mat q = x * model.w_q;                         // [total_new, H * D]
+    set_kv(k_pool, v_pool, meta.slot_mapping, x * model.w_k, x * model.w_v);
+    const Mat attn = attn_paged(q, k_pool, v_pool, meta, TinyDecoder::kHeads,
+                                TinyDecoder::kKvHeads);  // [total_new, H * D]
+    // Request 0's keys so far and its newest query, for the spread check after the loop.
+    const int own = meta.cu_seqlens_q[1];
+    k_history.conservativeResize(k_history.rows() + own, Eigen::NoChange);
+    k_history.bottomRows(own) = (x * model.w_k).topRows(own);
+    last_query = q.row(own - 1).head(TinyDecoder::kHeadDim).transpose();
+    const Mat logits = model.logits(x, attn);  // [total_new, kVocab]
+
+    for (std::size_t s = 0; s < reqs.size(); ++s) {
+      Request& r = reqs[s];
+      r.num_cached += steps[s].num_new;
+      if (r.num_cached >= static_cast<int>(r.prompt.size())) {  // the prompt is all in: pick
+        r.generated.push_back(
+            argmax_with_margin(logits.row(meta.cu_seqlens_q[s + 1] - 1).transpose()).first);
+      }
+    }
+  }
+
+  // The last decode query of request 0 over its 32 keys, head 0 (which reads kv head 0).
+  EXPECT_TRUE(FarFromUniform(
+      pa::testing::scores(last_query, k_history.leftCols(TinyDecoder::kHeadDim))));
+
+  const std::vector<int> expected = generate_dense(model, reqs[0].prompt, count);
+  EXPECT_EQ(expected, reqs[0].generated);
+  EXPECT_GE(std::set<int>(expected.begin(), expected.end()).size(), 4u)
+      << "the model should not collapse onto one token, or the test proves little";
+  // The neighbours, too, generate what they would alone.
+  for (std::size_t s = 1; s < reqs.size(); ++s) {
+    EXPECT_EQ(generate_dense(model, reqs[s].prompt, int(reqs[s].generated.size())),
+              reqs[s].generated)
+        << "request " << s;
+  }
+}
+/// [e2e_test]
+
+// ---- the given argument checks (label `checks`: they pass under the starter too) ---------
+
+using pa::testing::ThrowsInvalidArgument;
+
+// build_forward_meta
+
+TEST(VarlenBatchChecks, MetaRejectsNonPositiveBlockSize) {
+  EXPECT_TRUE(ThrowsInvalidArgument([] { build_forward_meta({{{0}, 0, 1}}, 0); },
+                                    {"build_forward_meta", "block_size", "> 0", "got 0"}));
+}
+
+TEST(VarlenBatchChecks, MetaRejectsNumNewBelowOne) {
+  EXPECT_TRUE(ThrowsInvalidArgument([] { build_forward_meta({{{0}, 2, 1}, {{1}, 2, 0}}, 4); },
+                                    {"batch[1].num_new", ">= 1", "got 0"}));
+}
+
+TEST(VarlenBatchChecks, MetaRejectsNegativeNumCached) {
+  EXPECT_TRUE(ThrowsInvalidArgument([] { build_forward_meta({{{0}, -1, 1}}, 4); },
+                                    {"batch[0].num_cached", ">= 0", "got -1"}));
+}
+
+TEST(VarlenBatchChecks, MetaRejectsTooFewBlocks) {
+  // 7 cached + 2 new = 9 tokens need 3 blocks of 4.
+  EXPECT_TRUE(ThrowsInvalidArgument([] { build_forward_meta({{{3, 1}, 7, 2}}, 4); },
+                                    {"batch[0].blocks.size()", ">= 3", "got 2"}));
+}
+
+TEST(VarlenBatchChecks, MetaRejectsNegativeBlockId) {
+  EXPECT_TRUE(ThrowsInvalidArgument([] { build_forward_meta({{{3, -1}, 4, 1}}, 4); },
+                                    {"batch[0].blocks[1]", ">= 0", "got -1"}));
+}
+
+// set_kv
+
+TEST(VarlenBatchChecks, SetKvRejectsPoolsOfDifferentShapes) {
+  Mat k_pool = Mat::Zero(16, 8), v_pool = Mat::Zero(16, 4);
+  const Mat k = Mat::Zero(2, 8);
+  EXPECT_TRUE(ThrowsInvalidArgument([&] { set_kv(k_pool, v_pool, IVec{{0, 1}}, k, k); },
+                                    {"set_kv", "v_pool", "[16, 8]", "[16, 4]"}));
+}
+
+TEST(VarlenBatchChecks, SetKvRejectsRowsThatDoNotMatchSlots) {
+  Mat k_pool = Mat::Zero(16, 8), v_pool = Mat::Zero(16, 8);
+  const Mat k = Mat::Zero(2, 8);
+  EXPECT_TRUE(ThrowsInvalidArgument([&] { set_kv(k_pool, v_pool, IVec{{0, 1, 2}}, k, k); },
+                                    {"k.rows()", "3", "got 2"}));
+}
+
+TEST(VarlenBatchChecks, SetKvRejectsWidthOtherThanThePools) {
+  Mat k_pool = Mat::Zero(16, 8), v_pool = Mat::Zero(16, 8);
+  const Mat k = Mat::Zero(2, 4);
+  EXPECT_TRUE(ThrowsInvalidArgument([&] { set_kv(k_pool, v_pool, IVec{{0, 1}}, k, k); },
+                                    {"k.cols()", "8", "got 4"}));
+}
+
+TEST(VarlenBatchChecks, SetKvRejectsVOfAnotherShape) {
+  Mat k_pool = Mat::Zero(16, 8), v_pool = Mat::Zero(16, 8);
+  EXPECT_TRUE(ThrowsInvalidArgument(
+      [&] { set_kv(k_pool, v_pool, IVec{{0, 1}}, Mat::Zero(2, 8), Mat::Zero(1, 8)); },
+      {"v", "[2, 8]", "[1, 8]"}));
+}
+
+TEST(VarlenBatchChecks, SetKvRejectsSlotOutsideThePool) {
+  Mat k_pool = Mat::Zero(16, 8), v_pool = Mat::Zero(16, 8);
+  const Mat k = Mat::Zero(2, 8);
+  EXPECT_TRUE(ThrowsInvalidArgument([&] { set_kv(k_pool, v_pool, IVec{{3, 16}}, k, k); },
+                                    {"slot_mapping[1]", "[0, 16)", "got 16"}));
+}
+
+// attn_paged: a valid call to start from — two sequences, 4 heads over 2 kv heads of dim 8,
+// a pool of 4 blocks of 8 slots.
+
+struct ValidCall {
+  Mat q = Mat::Zero(5, 32);        // [total_new = 5, 4 heads * 8]
+  Mat k_pool = Mat::Zero(32, 16);  // [4 blocks * 8, 2 kv heads * 8]
+  Mat v_pool = Mat::Zero(32, 16);
+  ForwardMeta meta{IVec{{0, 1, 5}}, IVec{{9, 4}}, IMat{{2, 0}, {3, -1}}, IVec{{8, 24, 25, 26, 27}},
+                   IVec{{8, 0, 1, 2, 3}}, 8};
+  int num_heads = 4, num_kv_heads = 2;
+  void operator()() const { attn_paged(q, k_pool, v_pool, meta, num_heads, num_kv_heads); }
+};
+
+TEST(VarlenBatchChecks, AttnValidCallPassesTheChecks) {
+  // The base of the tests below is itself valid (under the starter this reaches the throw of
+  // "not implemented yet", which is not std::invalid_argument).
+  const ValidCall call;
+  EXPECT_NO_THROW(checks::attn_paged(call.q, call.k_pool, call.v_pool, call.meta, 4, 2));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsHeadsThatDoNotDivide) {
+  ValidCall call;
+  call.num_heads = 3;
+  call.q = Mat::Zero(5, 24);
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"attn_paged", "num_heads", "multiple of num_kv_heads = 2",
+                                           "got 3"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsNonPositiveKvHeads) {
+  ValidCall call;
+  call.num_kv_heads = 0;
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"num_kv_heads", "> 0", "got 0"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsQWidthNotAMultipleOfHeads) {
+  ValidCall call;
+  call.q = Mat::Zero(5, 30);
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"q.cols()", "multiple of num_heads = 4", "got 30"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsPoolWidthOtherThanKvHeadsTimesHeadDim) {
+  ValidCall call;
+  call.k_pool = call.v_pool = Mat::Zero(32, 32);
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"k_pool.cols()", "16", "got 32"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsPoolsOfDifferentShapes) {
+  ValidCall call;
+  call.v_pool = Mat::Zero(24, 16);
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"v_pool", "[32, 16]", "[24, 16]"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsPoolRowsNotAMultipleOfBlockSize) {
+  ValidCall call;
+  call.k_pool = call.v_pool = Mat::Zero(30, 16);
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"k_pool.rows()", "multiple of meta.block_size = 8",
+                                           "got 30"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsNonPositiveBlockSize) {
+  ValidCall call;
+  call.meta.block_size = 0;
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"meta.block_size", "> 0", "got 0"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsCuSeqlensNotStartingAtZero) {
+  ValidCall call;
+  call.meta.cu_seqlens_q = IVec{{1, 1, 5}};
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"meta.cu_seqlens_q[0]", "expected 0", "got 1"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsDecreasingCuSeqlens) {
+  ValidCall call;
+  call.meta.cu_seqlens_q = IVec{{0, 6, 5}};
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"meta.cu_seqlens_q[2]", ">= 6", "got 5"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsQRowsOtherThanTheLastCuSeqlens) {
+  ValidCall call;
+  call.q = Mat::Zero(6, 32);
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"q.rows()", "5", "got 6"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsSeqLensOfTheWrongLength) {
+  ValidCall call;
+  call.meta.seq_lens_kv = IVec{{9, 4, 3}};
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"meta.seq_lens_kv.size()", "2", "got 3"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsSeqLenShorterThanItsQueries) {
+  ValidCall call;
+  call.meta.seq_lens_kv = IVec{{9, 3}};  // sequence 1 has 4 queries
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"meta.seq_lens_kv[1]", ">= 4", "got 3"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsBlockTableWithTheWrongRowCount) {
+  ValidCall call;
+  call.meta.block_table = IMat{{2, 0}};
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"meta.block_table.rows()", "2", "got 1"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsBlockTableTooShortForASequence) {
+  ValidCall call;
+  call.meta.seq_lens_kv = IVec{{17, 4}};  // 17 tokens need 3 blocks of 8; the table has 2
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"meta.seq_lens_kv[0]", "<= 16", "got 17"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsBlockIdOutsideThePool) {
+  ValidCall call;
+  call.meta.block_table(0, 1) = 4;  // the pool has blocks 0-3
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"meta.block_table(0, 1)", "[0, 4)", "got 4"}));
+}
+
+TEST(VarlenBatchChecks, AttnRejectsPaddingReadAsABlock) {
+  ValidCall call;
+  call.meta.seq_lens_kv = IVec{{9, 12}};  // 12 tokens need block 1 of row 1, which is -1
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"meta.block_table(1, 1)", "[0, 4)", "got -1"}));
+}
+
+}  // namespace
+}  // namespace pa::varlen_batch
