@@ -1,0 +1,152 @@
+// The portable helpers on a real GPU: simt::launch, DeviceBuffer and the shared-memory opt-in,
+// each a thin layer over the CUDA runtime that turns an error code into simt::KernelError.
+//
+// Included through simt/cuda.hpp when nvcc compiles; the CUDA dialect itself is built in.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "simt/common.hpp"
+
+namespace simt {
+inline namespace cuda {
+namespace detail {
+
+/// Throws KernelError naming `what` and CUDA's description of `status`, unless it is success.
+inline void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw KernelError(std::string(what) + ": " + cudaGetErrorName(status) + " (" +
+                      cudaGetErrorString(status) + ")");
+  }
+}
+
+/// Throws std::invalid_argument unless n <= size, naming `function` as the project's checks do.
+inline void check_count(const char* function, std::size_t n, std::size_t size) {
+  if (n > size) {
+    throw std::invalid_argument(std::string(function) + ": n — expected at most " +
+                                std::to_string(size) + ", got " + std::to_string(n));
+  }
+}
+
+}  // namespace detail
+
+/// Runs `kernel` over `grid` blocks of `block` threads with `dynamic_shared_bytes` of dynamic
+/// shared memory and waits for it; throws KernelError if the launch or the kernel fails.
+template <class... Params, class... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
+            Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args),
+                "simt::launch: pass exactly as many arguments as the kernel has parameters");
+  kernel<<<grid, block, dynamic_shared_bytes>>>(std::forward<Args>(args)...);
+  detail::check(cudaGetLastError(), "simt::launch");
+  detail::check(cudaDeviceSynchronize(), "simt::launch (while the kernel ran)");
+}
+
+/// Returns the most dynamic shared memory `kernel` can opt in to on the current device: the
+/// device's per-block opt-in limit less the kernel's own static __shared__ memory, which the
+/// limit also covers.
+template <class... Params>
+std::size_t max_dynamic_shared_bytes(void (*kernel)(Params...)) {
+  int device = 0;
+  int bytes = 0;
+  cudaFuncAttributes attributes{};
+  detail::check(cudaGetDevice(&device), "simt::max_dynamic_shared_bytes");
+  detail::check(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                "simt::max_dynamic_shared_bytes");
+  detail::check(cudaFuncGetAttributes(&attributes, kernel), "simt::max_dynamic_shared_bytes");
+  const std::size_t limit = static_cast<std::size_t>(bytes);
+  return limit > attributes.sharedSizeBytes ? limit - attributes.sharedSizeBytes : 0;
+}
+
+/// Lets launches of `kernel` use up to `bytes` of dynamic shared memory (above the default
+/// 48 KiB); throws KernelError if the device refuses.
+template <class... Params>
+void set_max_dynamic_shared_bytes(void (*kernel)(Params...), std::size_t bytes) {
+  detail::check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(bytes)),
+                "simt::set_max_dynamic_shared_bytes");
+}
+
+/// Returns the number of CUDA devices, 0 when there is no driver or no device.
+inline int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky error so later calls start clean
+    return 0;
+  }
+  return count;
+}
+
+/// Device memory from cudaMalloc: owned, movable, not copyable.
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  /// Allocates n elements, uninitialised.
+  explicit DeviceBuffer(std::size_t n) : size_(n) {
+    if (n > 0)
+      detail::check(cudaMalloc(reinterpret_cast<void**>(&data_), n * sizeof(T)), "DeviceBuffer");
+  }
+  ~DeviceBuffer() {
+    if (data_ != nullptr) (void)cudaFree(data_);  // a destructor must not throw
+  }
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    if (this != &other) {
+      if (data_ != nullptr) (void)cudaFree(data_);
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  /// Returns the device pointer to pass to a kernel.
+  T* data() { return data_; }
+  /// Returns the device pointer to pass to a kernel.
+  const T* data() const { return data_; }
+  /// Returns the number of elements.
+  std::size_t size() const { return size_; }
+
+  /// Copies n host elements to the start of the buffer; throws std::invalid_argument if n > size().
+  void upload(const T* host, std::size_t n) {
+    detail::check_count("DeviceBuffer::upload", n, size_);
+    if (n > 0)
+      detail::check(cudaMemcpy(data_, host, n * sizeof(T), cudaMemcpyHostToDevice),
+                    "DeviceBuffer::upload");
+  }
+  /// Copies the first n elements to host memory; throws std::invalid_argument if n > size().
+  void download(T* host, std::size_t n) const {
+    detail::check_count("DeviceBuffer::download", n, size_);
+    if (n > 0)
+      detail::check(cudaMemcpy(host, data_, n * sizeof(T), cudaMemcpyDeviceToHost),
+                    "DeviceBuffer::download");
+  }
+  /// Sets every byte of the buffer to `byte` (0xFF makes every float NaN).
+  void fill_bytes(unsigned char byte) {
+    if (size_ > 0)
+      detail::check(cudaMemset(data_, byte, size_ * sizeof(T)), "DeviceBuffer::fill_bytes");
+  }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace cuda
+}  // namespace simt
+
+/// Declares `type* name`, the block's dynamic shared memory, sized by the launch. One byte
+/// array per name, 16-byte aligned, all of them aliasing the same memory as CUDA defines.
+#define SIMT_DYNAMIC_SHARED(type, name)                              \
+  extern __shared__ __align__(16) unsigned char name##_simt_bytes[]; \
+  type* const name = reinterpret_cast<type*>(name##_simt_bytes)

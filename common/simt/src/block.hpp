@@ -1,0 +1,126 @@
+// The block scheduler: runs the CUDA threads of one block as fibers on the calling OS thread,
+// releases __syncthreads barriers, meets warp collectives, and turns every way a block can get
+// stuck into a KernelError that says where each thread is.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "fiber.hpp"
+#include "random.hpp"
+#include "simt/emu/runtime.hpp"
+#include "watchdog.hpp"
+
+namespace simt::inline emu::detail {
+
+enum class ThreadState : std::uint8_t { Runnable, AtBarrier, AtWarp, Exited };
+
+/// One CUDA thread of the running block.
+struct KernelThread {
+  Fiber fiber;
+  Stack stack;
+  uint3 index{};
+  unsigned linear = 0;  // x + y * blockDim.x + z * blockDim.x * blockDim.y; warp = linear / 32
+  ThreadState state = ThreadState::Runnable;
+  SourceSite site{nullptr, 0};  // where it waits now, or waited last
+  // Its part in a warp collective, valid while state == AtWarp.
+  WarpOp op = WarpOp::Sync;
+  unsigned mask = 0;
+  int operand = 0;
+  int width = 0;
+  std::uint64_t value = 0;
+  std::uint64_t result = 0;
+};
+
+/// Which lanes of one warp exist, wait in a collective, or have exited (bit i = lane i).
+struct WarpLanes {
+  unsigned exist = 0;
+  unsigned waiting = 0;
+  unsigned exited = 0;
+};
+
+/// Thrown into the fibers of a failed block to unwind their stacks; never leaves the emulator.
+struct AbortBlock {};
+
+class Block {
+ public:
+  explicit Block(StackPool& stacks) : stacks_(stacks) {}
+
+  /// Runs block `index` (of `dim` threads) to the end; rethrows the first exception a kernel
+  /// thread throws and throws KernelError when the block cannot go on.
+  void run(const KernelBody& body, uint3 index, dim3 dim, Schedule schedule, SplitMix64& rng,
+           LaunchProbe& probe);
+
+  /// Returns the kernel thread running now, or nullptr outside a kernel thread.
+  KernelThread* running() const { return current_; }
+
+  /// Returns "simt: block (x, y, z), thread t (warp w, lane l)" for the running thread.
+  std::string describe_running() const { return current_ != nullptr ? where(*current_) : where(); }
+
+  /// The running thread waits at __syncthreads `site` until the whole block is there.
+  void barrier(SourceSite site);
+
+  /// The running thread meets the lanes of `mask` in its warp; returns its result of `op`.
+  std::uint64_t collective(WarpOp op, unsigned mask, std::uint64_t value, int operand, int width,
+                           SourceSite site);
+
+ private:
+  static void thread_entry(ctx::transfer_t from);
+  void run_thread() noexcept;
+  KernelThread* next_in_pass();
+  void activate(KernelThread& thread);
+  void resume(KernelThread& thread);
+  void wait(KernelThread& thread);
+  void set_state(KernelThread& thread, ThreadState state);
+  void release_barrier_or_throw();
+  void abort_all() noexcept;
+  [[noreturn]] void fail_with_thread_error();
+
+  // warp.cpp
+  void check_arrival(const KernelThread& thread, unsigned lane, const WarpLanes& warp) const;
+  bool group_complete(unsigned warp_index, const KernelThread& arriving);
+  void complete(unsigned warp_index, const KernelThread& arriving);
+  KernelThread& lane_thread(unsigned warp_index, unsigned lane) {
+    return threads_[warp_index * 32 + lane];
+  }
+
+  // report.cpp
+  std::string where() const;                            // "simt: block (x, y, z)"
+  std::string where(const KernelThread& thread) const;  // "..., thread t (warp w, lane l)"
+  std::string describe_stall() const;
+
+  StackPool& stacks_;
+  Fiber scheduler_;  // the OS thread's own context, where run() waits while a pass runs
+  const KernelBody* body_ = nullptr;
+  LaunchProbe* probe_ = nullptr;
+  uint3 index_{};
+  std::vector<KernelThread> threads_;  // by linear index
+  std::vector<WarpLanes> warps_;
+  std::vector<unsigned> order_;  // the schedule: the order in which a pass resumes threads
+  std::size_t cursor_ = 0;       // the position in order_ that the running pass has reached
+  KernelThread* current_ = nullptr;
+  unsigned runnable_ = 0;
+  unsigned exited_ = 0;
+  bool aborting_ = false;
+  std::exception_ptr error_;  // the first exception a kernel thread threw
+};
+
+/// Everything the emulator keeps per OS thread: one launch at a time runs on it.
+struct Emulator {
+  Emulator();
+  StackPool stacks;
+  Block block;
+  bool launching = false;                   // inside simt::launch
+  unsigned char* dynamic_shared = nullptr;  // the launch's dynamic shared memory
+};
+
+/// Returns the calling OS thread's emulator.
+Emulator& this_emulator();
+
+/// The OS thread's emulator while it runs a launch, else nullptr; constinit, so the kernel-side
+/// calls read it without the guard a thread_local object with a constructor needs.
+extern thread_local constinit Emulator* launching_emulator;
+
+}  // namespace simt::inline emu::detail
