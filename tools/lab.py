@@ -228,13 +228,11 @@ def cmd_test(args) -> int:
     return done.returncode
 
 
-def cmd_docs(args) -> int:
-    sys.path.insert(0, str(ROOT / "tools"))
-    import docs  # tools/docs.py
-    return docs.main(args.rest, ensure_packages)
-
-
 def main() -> int:
+    if sys.argv[1:2] == ["docs"]:  # its options belong to tools/docs.py
+        sys.path.insert(0, str(ROOT / "tools"))
+        import docs
+        return docs.main(sys.argv[2:], ensure_packages)
     parser = argparse.ArgumentParser(prog="tools/lab", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -244,9 +242,7 @@ def main() -> int:
     grade.set_defaults(func=cmd_grade)
     test = sub.add_parser("test", help="run the reference solutions' suite (instructors)")
     test.set_defaults(func=cmd_test)
-    docs = sub.add_parser("docs", help="build the book (--check: links and browser check)")
-    docs.add_argument("rest", nargs=argparse.REMAINDER)
-    docs.set_defaults(func=cmd_docs)
+    sub.add_parser("docs", help="build the book (--check: links and browser check)")
     args = parser.parse_args()
     return args.func(args)
 

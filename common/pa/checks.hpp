@@ -1,6 +1,7 @@
-// Argument checks shared by every lab: each failed check throws std::invalid_argument whose
-// message names the function, the argument, what was expected and what was passed, e.g.
-//   paged_attention: block_size — expected > 0, got 0
+/// \file
+/// Argument checks shared by every lab: each failed check throws std::invalid_argument whose
+/// message names the function, the argument, what was expected and what was passed, e.g.
+///   paged_attention: block_size — expected > 0, got 0
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@ namespace pa {
 std::string argument_error_message(std::string_view function, std::string_view argument,
                                    std::string_view expected, std::string_view actual);
 
+/// [arg_check]
 /// Checks the arguments of one public function; `function` prefixes every message it throws.
 class ArgCheck {
  public:
@@ -47,6 +49,7 @@ class ArgCheck {
          "<= " + std::to_string(limit) + " (" + std::string(limit_name) + ")",
          std::to_string(value));
   }
+  /// [arg_check]
 
   /// Requires actual == expected; `expected_name` says where the expected value comes from.
   void equal(std::string_view argument, std::int64_t actual, std::int64_t expected,

@@ -1,4 +1,5 @@
-// The exception every starter throws until the student fills a function in.
+/// \file
+/// The exception every starter throws until the student fills a function in.
 #pragma once
 
 #include <source_location>
@@ -8,6 +9,7 @@
 
 namespace pa {
 
+/// [not_implemented]
 /// Thrown by a starter function that has not been written yet; its message names the function
 /// and the file to edit, e.g. "not implemented yet: write_kv — fill it in at labs/01-.../starter.cpp".
 class NotImplemented : public std::logic_error {
@@ -28,5 +30,6 @@ class NotImplemented : public std::logic_error {
     return std::string(path);
   }
 };
+/// [not_implemented]
 
 }  // namespace pa

@@ -1,6 +1,7 @@
-// Test helpers shared by every lab's test_lab.cpp: closeness assertions that report the worst
-// element and fail on any NaN/Inf, poison fills for padding, seeded random data, and a float64
-// reference attention written as plain loops (independent of anything a student writes).
+/// \file
+/// Test helpers shared by every lab's test_lab.cpp: closeness assertions that report the worst
+/// element and fail on any NaN/Inf, poison fills for padding, seeded random data, and a float64
+/// reference attention written as plain loops (independent of anything a student writes).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,12 +17,15 @@
 
 namespace pa::testing {
 
+/// [poison]
 /// The value unused cache slots are filled with: any read of it turns the output into NaN.
 inline constexpr double kPoison = std::numeric_limits<double>::quiet_NaN();
 
 /// A finite but huge value for padding: a read of it swamps the softmax instead of NaN-ing it.
 inline constexpr double kHugePoison = 1e6;
+/// [poison]
 
+/// [all_close]
 /// Passes when `actual` has the shape of `expected`, holds no NaN/Inf, and every element
 /// satisfies |actual - expected| <= atol + rtol * |expected|; otherwise the message names the
 /// worst element (index, expected, actual, difference, tolerance) or the first non-finite one.
@@ -36,6 +40,7 @@ template <class A, class B>
   return AllCloseImpl(expected.derived().template cast<double>(),
                       actual.derived().template cast<double>(), atol, rtol);
 }
+/// [all_close]
 
 /// Passes when both have the same shape and every element has the same bits (NaN fails).
 ::testing::AssertionResult BitIdenticalImpl(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b);
@@ -47,9 +52,11 @@ template <class A, class B>
   return BitIdenticalImpl(a.derived().template cast<double>(), b.derived().template cast<double>());
 }
 
+/// [far_from_uniform]
 /// Passes when the softmax of `scores` is far from uniform: its largest weight is at least
 /// `factor` times 1/n, so an implementation that averages values can never pass on this data.
 ::testing::AssertionResult FarFromUniform(const Vec& scores, double factor = 10.0);
+/// [far_from_uniform]
 
 /// The attention scores k_i·q / sqrt(d) for every row k_i of K: [n].
 Vec scores(const Vec& q, const Mat& K);

@@ -1,0 +1,71 @@
+/*
+ * Previous / next links at the foot of each page of the course book, so it reads from the
+ * first page to the last. The order is the sidebar's (Doxygen's NAVTREE, built from the
+ * layout): introduction, front matter, chapters, appendices. API reference pages get none.
+ */
+var BookNav = {
+  /** The book's pages in reading order: [{file, title}], each file once. */
+  order: function () {
+    var pages = [];
+    var seen = {};
+    function walk(nodes) {
+      for (var i = 0; i < nodes.length; ++i) {
+        var title = nodes[i][0], url = nodes[i][1], children = nodes[i][2];
+        if (url === "files.html") continue;  // the API reference is not read in order
+        if (typeof url === "string" && /^[A-Za-z0-9_.-]+\.html$/.test(url) && !seen[url]) {
+          seen[url] = true;
+          pages.push({ file: url, title: title });
+        }
+        if (Array.isArray(children)) walk(children);
+      }
+    }
+    if (typeof NAVTREE !== "undefined" && NAVTREE.length > 0 && Array.isArray(NAVTREE[0][2])) {
+      walk(NAVTREE[0][2]);
+    }
+    return pages;
+  },
+
+  link: function (page, cls, label) {
+    var a = document.createElement("a");
+    a.className = cls;
+    a.href = page.file;
+    var small = document.createElement("span");
+    small.className = "book-nav-label";
+    small.textContent = label;
+    var title = document.createElement("span");
+    title.className = "book-nav-title";
+    title.textContent = page.title;
+    a.appendChild(small);
+    a.appendChild(title);
+    return a;
+  },
+
+  render: function () {
+    // Inside the page's text, so the links follow it (div.contents is a flex row next to the
+    // interactive contents).
+    var contents = document.querySelector("div.contents > div.textblock") ||
+                   document.querySelector("div.contents");
+    if (!contents) return;
+    var here = window.location.pathname.split("/").pop() || "index.html";
+    var pages = BookNav.order();
+    var at = -1;
+    for (var i = 0; i < pages.length; ++i) {
+      if (pages[i].file === here) { at = i; break; }
+    }
+    if (at < 0) return;
+    var nav = document.createElement("nav");
+    nav.className = "book-nav";
+    nav.setAttribute("aria-label", "Previous and next page");
+    if (at > 0) nav.appendChild(BookNav.link(pages[at - 1], "book-prev", "\u2190 Previous"));
+    if (at + 1 < pages.length) nav.appendChild(BookNav.link(pages[at + 1], "book-next", "Next \u2192"));
+    contents.appendChild(nav);
+  },
+
+  init: function () {
+    if (document.readyState === "loading") {
+      document.addEventListener("DOMContentLoaded", BookNav.render);
+    } else {
+      BookNav.render();
+    }
+  }
+};

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""`tools/lab docs [--check]`: build the course book, and check it. Python 3 standard library.
+
+The book is the Doxygen target `docs` of docs/CMakeLists.txt, configured on its own
+(cmake -S docs -B build/docs), so building it needs no compiler, Eigen or GoogleTest. Every
+Doxygen warning is an error. The site lands in build/docs/html; this prints where to open it.
+With --check it then runs tools/docs_check.py: the book's structure, a link check over the
+generated HTML, and a browser check in headless, offline chromium with a screenshot per page.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build" / "docs"
+
+# Debian packages: what building the book needs, and what checking it adds.
+BUILD_PACKAGES = ["cmake", "ninja-build", "python3", "doxygen", "graphviz", "libjs-mathjax",
+                  "doxygen-awesome-css"]
+CHECK_PACKAGES = ["chromium"]
+
+
+def _run(cmd: list[str]) -> int:
+    print("$ " + " ".join(cmd), flush=True)
+    return subprocess.run(cmd, cwd=ROOT).returncode
+
+
+def build(build_dir: Path) -> tuple[int, float]:
+    """Configures and builds target docs; returns (exit status, seconds)."""
+    start = time.monotonic()
+    configure = ["cmake", "-S", str(ROOT / "docs"), "-B", str(build_dir)]
+    if not (build_dir / "CMakeCache.txt").exists():
+        configure += ["-G", "Ninja"]
+    status = _run(configure)
+    if status == 0:
+        status = _run(["cmake", "--build", str(build_dir), "--target", "docs"])
+    return status, time.monotonic() - start
+
+
+def main(argv: list[str], ensure_packages: Callable[[list[str]], None]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="tools/lab docs",
+        description="Build the course book (Doxygen, zero warnings); --check also runs the "
+                    "link check and the browser check.")
+    parser.add_argument("--check", action="store_true",
+                        help="check the links and render every page in headless chromium")
+    parser.add_argument("--no-build", action="store_true",
+                        help="check the site already built instead of building it again")
+    parser.add_argument("--build-dir", type=Path, default=BUILD,
+                        help=f"where to build (default: {BUILD.relative_to(ROOT)})")
+    args = parser.parse_args(argv[1:] if argv[:1] == ["--"] else argv)
+    build_dir = args.build_dir if args.build_dir.is_absolute() else ROOT / args.build_dir
+
+    ensure_packages(BUILD_PACKAGES + (CHECK_PACKAGES if args.check else []))
+
+    html = build_dir / "html"
+    if not args.no_build:
+        status, seconds = build(build_dir)
+        if status != 0:
+            print(f"tools/lab docs: the book did not build (every Doxygen warning above is an "
+                  f"error; each names its file and line)", file=sys.stderr)
+            return status
+        print(f"tools/lab docs: built in {seconds:.1f} s with zero warnings")
+    index = html / "index.html"
+    if not index.is_file():
+        print(f"tools/lab docs: {index} does not exist: build it first", file=sys.stderr)
+        return 1
+    print(f"The book: {index}\n  open it: {index.as_uri()}")
+
+    if not args.check:
+        return 0
+    sys.path.insert(0, str(ROOT / "tools"))
+    import docs_check  # tools/docs_check.py
+
+    start = time.monotonic()
+    problems = docs_check.run_checks(html, ROOT, build_dir / "screenshots")
+    print(f"tools/lab docs --check: {'PASS' if problems == 0 else f'FAIL ({problems} problems)'}"
+          f" in {time.monotonic() - start:.1f} s")
+    return 0 if problems == 0 else 1
+
+
+def _standalone_ensure(packages: list[str]) -> None:
+    """ensure_packages for `python3 tools/docs.py`: tools/lab.py's when it is there."""
+    try:
+        sys.path.insert(0, str(ROOT / "tools"))
+        from lab import ensure_packages  # type: ignore
+    except ImportError:
+        missing = [p for p in ("doxygen", "dot", "cmake") if shutil.which(p) is None]
+        if missing:
+            sys.exit("tools/docs.py: missing " + ", ".join(missing))
+        return
+    ensure_packages(packages)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:], _standalone_ensure))
