@@ -1,0 +1,894 @@
+// Lab 05 — the graded tests. Run: tools/lab grade 05   (or ctest --preset starter -L lab05)
+//
+// Every test runs on the SIMT emulator; the same tests run again on CUDA when the build has nvcc
+// and a device is present (otherwise they are skipped with "no CUDA device"). Ground truth is
+// pa::testing::reference_attention (long double, plain loops) over the logical tokens, computed
+// from the very values the caches hold (already rounded to float16/bfloat16). Cache rows and
+// blocks that no sequence owns hold NaN, so a kernel that reads one row too many fails loudly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "paged_attention_v1.hpp"
+#include "pa/testing.hpp"
+#include "simt/common.hpp"
+
+namespace pa::cuda_v1 {
+
+/// Lets GoogleTest print a Backend parameter by name ("emulator", "cuda").
+void PrintTo(Backend backend, std::ostream* os) { *os << backend_name(backend); }
+
+namespace {
+
+using pa::testing::AllClose;
+using pa::testing::BitIdentical;
+using pa::testing::FarFromUniform;
+using pa::testing::Rng;
+
+// The logits in these tests have standard deviation ~kLogitSpread (q ~ N(0, 4^2), k ~ N(0, 1),
+// scale 1/sqrt(head_size)), so every softmax is peaked and a kernel that averages V cannot pass.
+constexpr double kLogitSpread = 4.0;
+
+/// [tolerances]
+struct Tolerance {
+  double atol;
+  double rtol;
+};
+
+/// How far the kernel's output may sit from the float64 reference, per dtype. The inputs are
+/// the same rounded values on both sides, so only the kernel's float32 arithmetic and the final
+/// rounding of `out` to the dtype remain.
+Tolerance tolerance(DType dtype) {
+  switch (dtype) {
+    // float32 all the way: dot products of <= 256 terms, sums over up to ~60k tokens, and the
+    // GPU's approximate __expf/__fdividef (a few ulp). Observed error is ~1e-6; 1e-4 keeps a
+    // wide margin for the GPU while a wrong weight moves outputs by > 1e-2.
+    case DType::kFloat32: return {1e-4, 1e-4};
+    // float16 output: rounding to nearest costs up to 2^-11 = 4.9e-4 relative; rtol 1e-3 is two
+    // such half-ulps (the float32 error can push a value across a rounding boundary).
+    case DType::kFloat16: return {1e-4, 1e-3};
+    // bfloat16 output: 8 significant bits, half an ulp is 2^-8 = 3.9e-3 relative; 8e-3 is two.
+    case DType::kBFloat16: return {1e-4, 8e-3};
+    default: return {0.0, 0.0};
+  }
+}
+/// [tolerances]
+
+// ---- Host views of the device layouts (written here independently of the kernels) -------
+
+double load(const Tensor& t, std::int64_t i) {
+  switch (t.dtype()) {
+    case DType::kFloat32: return t.data_as<float>()[i];
+    case DType::kFloat16: return static_cast<float>(t.data_as<Eigen::half>()[i]);
+    case DType::kBFloat16: return static_cast<float>(t.data_as<Eigen::bfloat16>()[i]);
+    case DType::kInt32: return t.data_as<std::int32_t>()[i];
+    case DType::kInt64: return static_cast<double>(t.data_as<std::int64_t>()[i]);
+  }
+  return 0.0;
+}
+
+void store(Tensor& t, std::int64_t i, double v) {
+  switch (t.dtype()) {
+    case DType::kFloat32: t.data_as<float>()[i] = static_cast<float>(v); break;
+    case DType::kFloat16: t.data_as<Eigen::half>()[i] = Eigen::half(static_cast<float>(v)); break;
+    case DType::kBFloat16:
+      t.data_as<Eigen::bfloat16>()[i] = Eigen::bfloat16(static_cast<float>(v));
+      break;
+    case DType::kInt32: t.data_as<std::int32_t>()[i] = static_cast<std::int32_t>(v); break;
+    case DType::kInt64: t.data_as<std::int64_t>()[i] = static_cast<std::int64_t>(v); break;
+  }
+}
+
+/// The value `v` becomes once stored as `dtype` (what the kernel will actually see).
+double round_to(DType dtype, double v) {
+  const float f = static_cast<float>(v);
+  switch (dtype) {
+    case DType::kFloat16: return static_cast<float>(Eigen::half(f));
+    case DType::kBFloat16: return static_cast<float>(Eigen::bfloat16(f));
+    default: return f;
+  }
+}
+
+Mat rounded(DType dtype, Mat m) {
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = round_to(dtype, m.data()[i]);
+  return m;
+}
+
+/// Flat index of key_cache[block, head, d / x, row, d % x].
+std::int64_t key_index(const Tensor& key_cache, std::int64_t block, std::int64_t head,
+                       std::int64_t row, std::int64_t d) {
+  const std::int64_t heads = key_cache.size(1), chunks = key_cache.size(2);
+  const std::int64_t rows = key_cache.size(3), x = key_cache.size(4);
+  return (((block * heads + head) * chunks + d / x) * rows + row) * x + d % x;
+}
+
+/// Flat index of value_cache[block, head, d, row].
+std::int64_t value_index(const Tensor& value_cache, std::int64_t block, std::int64_t head,
+                         std::int64_t row, std::int64_t d) {
+  const std::int64_t heads = value_cache.size(1), dims = value_cache.size(2);
+  const std::int64_t rows = value_cache.size(3);
+  return ((block * heads + head) * dims + d) * rows + row;
+}
+
+Tensor nan_key_cache(DType dtype, int num_blocks, int num_kv_heads, int head_size, int block_size) {
+  const int x = x_of(dtype);
+  Tensor t(dtype, {num_blocks, num_kv_heads, head_size / x, block_size, x});
+  t.fill_bytes(0xFF);  // NaN in float32, float16 and bfloat16 alike
+  return t;
+}
+
+Tensor nan_value_cache(DType dtype, int num_blocks, int num_kv_heads, int head_size,
+                       int block_size) {
+  Tensor t(dtype, {num_blocks, num_kv_heads, head_size, block_size});
+  t.fill_bytes(0xFF);
+  return t;
+}
+
+/// Writes token row `k_row`/`v_row` ([num_kv_heads * head_size]) into cache row `row` of `block`.
+void put_token(Tensor& key_cache, Tensor& value_cache, std::int64_t block, std::int64_t row,
+               const Eigen::Ref<const Eigen::RowVectorXd>& k_row,
+               const Eigen::Ref<const Eigen::RowVectorXd>& v_row) {
+  const std::int64_t heads = value_cache.size(1), dims = value_cache.size(2);
+  for (std::int64_t h = 0; h < heads; ++h) {
+    for (std::int64_t d = 0; d < dims; ++d) {
+      store(key_cache, key_index(key_cache, block, h, row, d), k_row[h * dims + d]);
+      store(value_cache, value_index(value_cache, block, h, row, d), v_row[h * dims + d]);
+    }
+  }
+}
+
+// ---- A batch of decode queries over a paged cache ----------------------------------------
+
+struct Config {
+  DType dtype = DType::kFloat16;
+  int head_size = 128;
+  int block_size = 16;
+  int num_heads = 4;
+  int num_kv_heads = 2;
+  std::vector<int> seq_lens = {37};
+  int spare_blocks = 3;  // blocks nobody owns: NaN, and the padding of every block table row
+};
+
+struct Problem {
+  Config cfg;
+  Mat q;                             // [num_seqs * num_heads, head_size], rounded to dtype
+  std::vector<Mat> k, v;             // per sequence: [seq_len, num_kv_heads * head_size]
+  std::vector<std::vector<int>> blocks;  // per sequence: physical block of each logical block
+  int num_blocks = 0;
+  int max_seq_len = 0;
+  Tensor query;         // [num_seqs, num_heads, head_size]
+  Tensor key_cache;     // [num_blocks, num_kv_heads, head_size / x, block_size, x]
+  Tensor value_cache;   // [num_blocks, num_kv_heads, head_size, block_size]
+  Tensor block_tables;  // [num_seqs, max_num_blocks_per_seq] int32
+  Tensor seq_lens;      // [num_seqs] int32
+
+  int num_seqs() const { return static_cast<int>(cfg.seq_lens.size()); }
+  float scale() const { return static_cast<float>(1.0 / std::sqrt(double(cfg.head_size))); }
+};
+
+int blocks_for(int seq_len, int block_size) { return (seq_len + block_size - 1) / block_size; }
+
+/// Writes the caches (NaN everywhere no token lives) and the block tables for the given
+/// placement: sequence s's logical block j lives in physical block blocks[s][j]; every table row
+/// is padded to the widest sequence plus one column with `pad_id` (an all-NaN block).
+void place_at(Problem& p, std::vector<std::vector<int>> blocks, int num_blocks, int pad_id) {
+  const Config& c = p.cfg;
+  p.blocks = std::move(blocks);
+  p.num_blocks = num_blocks;
+  int width = 1;
+  for (const auto& row : p.blocks) width = std::max(width, static_cast<int>(row.size()) + 1);
+  p.key_cache = nan_key_cache(c.dtype, num_blocks, c.num_kv_heads, c.head_size, c.block_size);
+  p.value_cache = nan_value_cache(c.dtype, num_blocks, c.num_kv_heads, c.head_size, c.block_size);
+  p.block_tables = Tensor(DType::kInt32, {p.num_seqs(), width});
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    const auto& row = p.blocks[static_cast<std::size_t>(s)];
+    for (int b = 0; b < width; ++b) {
+      const int id = b < static_cast<int>(row.size()) ? row[static_cast<std::size_t>(b)] : pad_id;
+      p.block_tables.data_as<std::int32_t>()[s * width + b] = id;
+    }
+    for (int t = 0; t < c.seq_lens[static_cast<std::size_t>(s)]; ++t) {
+      put_token(p.key_cache, p.value_cache, row[static_cast<std::size_t>(t / c.block_size)],
+                t % c.block_size, p.k[static_cast<std::size_t>(s)].row(t),
+                p.v[static_cast<std::size_t>(s)].row(t));
+    }
+  }
+}
+
+/// Deals shuffled physical blocks to the sequences (cfg.spare_blocks of them left over, all
+/// NaN) and writes the caches and tables.
+void place(Problem& p, Rng& rng) {
+  const Config& c = p.cfg;
+  int needed = 0;
+  for (int len : c.seq_lens) needed += blocks_for(len, c.block_size);
+  const int num_blocks = needed + c.spare_blocks;
+  const IVec order = rng.permutation(num_blocks);
+  std::vector<std::vector<int>> blocks(c.seq_lens.size());
+  int next = 0;
+  for (std::size_t s = 0; s < c.seq_lens.size(); ++s) {
+    for (int b = 0; b < blocks_for(c.seq_lens[s], c.block_size); ++b) {
+      blocks[s].push_back(order[next++]);
+    }
+  }
+  place_at(p, std::move(blocks), num_blocks, order[needed]);
+}
+
+Problem make_problem(Rng& rng, const Config& c) {
+  Problem p;
+  p.cfg = c;
+  const int num_seqs = static_cast<int>(c.seq_lens.size());
+  const int width = c.num_kv_heads * c.head_size;
+  p.q = rounded(c.dtype, rng.normal(num_seqs * c.num_heads, c.head_size, kLogitSpread));
+  for (int len : c.seq_lens) {
+    p.k.push_back(rounded(c.dtype, rng.normal(len, width)));
+    p.v.push_back(rounded(c.dtype, rng.normal(len, width)));
+  }
+  p.max_seq_len = *std::max_element(c.seq_lens.begin(), c.seq_lens.end());
+  p.query = Tensor(c.dtype, {num_seqs, c.num_heads, c.head_size});
+  for (Eigen::Index i = 0; i < p.q.size(); ++i) store(p.query, i, p.q.data()[i]);
+  p.seq_lens = Tensor(DType::kInt32, {num_seqs});
+  for (int s = 0; s < num_seqs; ++s) p.seq_lens.data_as<std::int32_t>()[s] = c.seq_lens[s];
+  place(p, rng);
+  return p;
+}
+
+/// The float64 truth: [num_seqs * num_heads, head_size]; query head h reads kv head
+/// h / (num_heads / num_kv_heads).
+Mat expected(const Problem& p) {
+  const Config& c = p.cfg;
+  const int group = c.num_heads / c.num_kv_heads;
+  Mat out(p.num_seqs() * c.num_heads, c.head_size);
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    for (int h = 0; h < c.num_heads; ++h) {
+      const Eigen::Index col = Eigen::Index{h / group} * c.head_size;
+      out.row(s * c.num_heads + h) =
+          pa::testing::reference_attention(p.q.row(s * c.num_heads + h).transpose(),
+                                           p.k[s].middleCols(col, c.head_size),
+                                           p.v[s].middleCols(col, c.head_size))
+              .transpose();
+    }
+  }
+  return out;
+}
+
+/// Runs the kernel under test: [num_seqs * num_heads, head_size].
+Mat run(Backend backend, const Problem& p) {
+  const Config& c = p.cfg;
+  Tensor out(c.dtype, {p.num_seqs(), c.num_heads, c.head_size});
+  paged_attention_v1(backend, out, p.query, p.key_cache, p.value_cache, c.num_kv_heads, p.scale(),
+                     p.block_tables, p.seq_lens, c.block_size, p.max_seq_len);
+  Mat m(p.num_seqs() * c.num_heads, c.head_size);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = load(out, i);
+  return m;
+}
+
+/// Asserts on the test's own data that the longest sequence's head-0 softmax is far from
+/// uniform (so near-zero or averaged outputs cannot pass).
+void expect_spread(const Problem& p) {
+  const auto longest = std::max_element(p.cfg.seq_lens.begin(), p.cfg.seq_lens.end()) -
+                       p.cfg.seq_lens.begin();
+  const Mat& k = p.k[static_cast<std::size_t>(longest)];
+  EXPECT_TRUE(FarFromUniform(pa::testing::scores(
+      p.q.row(longest * p.cfg.num_heads).transpose(), k.leftCols(p.cfg.head_size))));
+}
+
+std::string describe(const Config& c) {
+  return dtype_name(c.dtype) + " head_size " + std::to_string(c.head_size) + " block_size " +
+         std::to_string(c.block_size) + " heads " + std::to_string(c.num_heads) + "/" +
+         std::to_string(c.num_kv_heads);
+}
+
+/// Builds, runs and checks one configuration against the reference.
+void expect_matches_reference(Backend backend, const Config& c, std::uint64_t seed) {
+  SCOPED_TRACE(describe(c));
+  Rng rng(seed);
+  const Problem p = make_problem(rng, c);
+  expect_spread(p);
+  const Tolerance tol = tolerance(c.dtype);
+  EXPECT_TRUE(AllClose(expected(p), run(backend, p), tol.atol, tol.rtol));
+}
+
+// ---- The fixture: every test once per backend ---------------------------------------------
+
+class PagedAttentionV1 : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (backend() == Backend::kCuda && !cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+    // The emulator fills shared memory with NaN at block start, so a kernel that reads a logit
+    // it never wrote fails here (a GPU would hand it whatever the last block left behind).
+    saved_nan_fill_ = simt::fill_shared_with_nan();
+    simt::set_fill_shared_with_nan(true);
+  }
+  void TearDown() override { simt::set_fill_shared_with_nan(saved_nan_fill_); }
+  Backend backend() const { return GetParam(); }
+
+ private:
+  bool saved_nan_fill_ = false;
+};
+
+std::string backend_test_name(const ::testing::TestParamInfo<Backend>& info) {
+  return info.param == Backend::kCuda ? "Cuda" : "Emulator";
+}
+
+INSTANTIATE_TEST_SUITE_P(, PagedAttentionV1,
+                         ::testing::Values(Backend::kEmulator, Backend::kCuda), backend_test_name);
+
+// ---- reshape_and_cache ---------------------------------------------------------------------
+
+/// The host's reshape_and_cache: the expected caches after the kernel runs.
+void reference_reshape_and_cache(const Tensor& key, const Tensor& value, Tensor& key_cache,
+                                 Tensor& value_cache, const std::vector<std::int64_t>& slots) {
+  const std::int64_t heads = key.size(1), dims = key.size(2), rows = key_cache.size(3);
+  for (std::size_t t = 0; t < slots.size(); ++t) {
+    if (slots[t] < 0) continue;
+    for (std::int64_t h = 0; h < heads; ++h) {
+      for (std::int64_t d = 0; d < dims; ++d) {
+        const std::int64_t src = (static_cast<std::int64_t>(t) * heads + h) * dims + d;
+        store(key_cache, key_index(key_cache, slots[t] / rows, h, slots[t] % rows, d),
+              load(key, src));
+        store(value_cache, value_index(value_cache, slots[t] / rows, h, slots[t] % rows, d),
+              load(value, src));
+      }
+    }
+  }
+}
+
+/// Passes when both tensors hold the same bytes; otherwise names the first differing element.
+::testing::AssertionResult SameBytes(const Tensor& expected, const Tensor& actual) {
+  const std::size_t elem = dtype_size(expected.dtype());
+  for (std::int64_t i = 0; i < expected.numel(); ++i) {
+    const auto* e = static_cast<const unsigned char*>(expected.data()) + i * elem;
+    const auto* a = static_cast<const unsigned char*>(actual.data()) + i * elem;
+    if (std::memcmp(e, a, elem) != 0) {
+      return ::testing::AssertionFailure() << "first difference at flat element " << i << " of "
+                                           << expected.shape_string() << ": expected "
+                                           << load(expected, i) << ", got " << load(actual, i);
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// [test_reshape_and_cache]
+TEST_P(PagedAttentionV1, ReshapeAndCacheMatchesHostReference) {
+  // 29 tokens, 5 of them padding (slot -1), written to random distinct slots of a NaN cache:
+  // the kernel must reproduce the host's scatter byte for byte (including every NaN it skips).
+  for (const DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const int head_size : {80, 256}) {
+      SCOPED_TRACE(dtype_name(dtype) + " head_size " + std::to_string(head_size));
+      Rng rng(501 + head_size);
+      const int num_tokens = 29, num_kv_heads = 2, block_size = 16, num_blocks = 7;
+      Tensor key(dtype, {num_tokens, num_kv_heads, head_size}), value = key;
+      for (std::int64_t i = 0; i < key.numel(); ++i) {
+        store(key, i, rng.normal_vec(1)[0]);
+        store(value, i, rng.normal_vec(1)[0]);
+      }
+      const IVec free_slots = rng.distinct_ids(num_tokens, num_blocks * block_size);
+      std::vector<std::int64_t> slots(free_slots.begin(), free_slots.end());
+      for (const int padded : {0, 3, 11, 12, 28}) slots[padded] = -1;
+      Tensor slot_mapping(DType::kInt64, {num_tokens});
+      std::copy(slots.begin(), slots.end(), slot_mapping.data_as<std::int64_t>());
+
+      Tensor key_cache = nan_key_cache(dtype, num_blocks, num_kv_heads, head_size, block_size);
+      Tensor value_cache = nan_value_cache(dtype, num_blocks, num_kv_heads, head_size, block_size);
+      Tensor want_key_cache = key_cache, want_value_cache = value_cache;
+      reference_reshape_and_cache(key, value, want_key_cache, want_value_cache, slots);
+
+      reshape_and_cache(GetParam(), key, value, key_cache, value_cache, slot_mapping);
+      EXPECT_TRUE(SameBytes(want_key_cache, key_cache)) << "key_cache";
+      EXPECT_TRUE(SameBytes(want_value_cache, value_cache)) << "value_cache";
+    }
+  }
+}
+/// [test_reshape_and_cache]
+
+TEST_P(PagedAttentionV1, ReshapeAndCachePaddingSlotsWriteNothing) {
+  // A batch made only of padding tokens (any negative slot) leaves the caches untouched.
+  const DType dtype = DType::kFloat16;
+  Rng rng(502);
+  Tensor key(dtype, {4, 2, 64}), value = key;
+  for (std::int64_t i = 0; i < key.numel(); ++i) store(key, i, 1.0 + double(i % 7));
+  value = key;
+  Tensor slot_mapping(DType::kInt64, {4});
+  const std::int64_t slots[] = {-1, -1, -5, -1};
+  std::copy(std::begin(slots), std::end(slots), slot_mapping.data_as<std::int64_t>());
+  Tensor key_cache = nan_key_cache(dtype, 3, 2, 64, 8);
+  Tensor value_cache = nan_value_cache(dtype, 3, 2, 64, 8);
+  const Tensor key_before = key_cache, value_before = value_cache;
+  reshape_and_cache(GetParam(), key, value, key_cache, value_cache, slot_mapping);
+  EXPECT_TRUE(SameBytes(key_before, key_cache)) << "key_cache";
+  EXPECT_TRUE(SameBytes(value_before, value_cache)) << "value_cache";
+}
+
+/// [test_decode_step]
+TEST_P(PagedAttentionV1, ReshapeThenAttendIsOneDecodeStep) {
+  // The engine's real order: prefill two prompts into the cache through slot_mapping (padding
+  // tokens mixed in), write one more token per sequence, then attend. Both kernels must agree
+  // on the layout, and the result must match attention over the logical tokens.
+  const DType dtype = DType::kBFloat16;
+  const int head_size = 96, block_size = 8, num_heads = 6, num_kv_heads = 3;
+  const int width = num_kv_heads * head_size;
+  const std::vector<int> prompt = {21, 8};
+  Rng rng(503);
+  const int num_blocks = 12;
+  const IVec order = rng.permutation(num_blocks);
+  const std::vector<std::vector<int>> blocks = {{order[0], order[1], order[2]},
+                                                {order[3], order[4]}};
+  std::vector<Mat> k(2), v(2);
+  for (int s = 0; s < 2; ++s) {
+    k[s] = rounded(dtype, rng.normal(prompt[s] + 1, width));
+    v[s] = rounded(dtype, rng.normal(prompt[s] + 1, width));
+  }
+  Tensor key_cache = nan_key_cache(dtype, num_blocks, num_kv_heads, head_size, block_size);
+  Tensor value_cache = nan_value_cache(dtype, num_blocks, num_kv_heads, head_size, block_size);
+
+  // One reshape_and_cache call per phase: tokens [first[s], last[s]) of both sequences as one
+  // flat batch, each sequence followed by a padding token (slot -1) full of 7s.
+  auto write = [&](const std::vector<int>& first, const std::vector<int>& last) {
+    std::vector<std::int64_t> slots;
+    std::vector<Eigen::RowVectorXd> krows, vrows;
+    for (int s = 0; s < 2; ++s) {
+      for (int t = first[s]; t < last[s]; ++t) {
+        slots.push_back(std::int64_t{blocks[s][t / block_size]} * block_size + t % block_size);
+        krows.push_back(k[s].row(t));
+        vrows.push_back(v[s].row(t));
+      }
+      slots.push_back(-1);
+      krows.push_back(Eigen::RowVectorXd::Constant(width, 7.0));
+      vrows.push_back(Eigen::RowVectorXd::Constant(width, 7.0));
+    }
+    const int n = static_cast<int>(slots.size());
+    Tensor key(dtype, {n, num_kv_heads, head_size}), value = key;
+    Tensor slot_mapping(DType::kInt64, {n});
+    for (int i = 0; i < n; ++i) {
+      const auto row = static_cast<std::size_t>(i);
+      slot_mapping.data_as<std::int64_t>()[i] = slots[row];
+      for (int j = 0; j < width; ++j) {
+        store(key, std::int64_t{i} * width + j, krows[row][j]);
+        store(value, std::int64_t{i} * width + j, vrows[row][j]);
+      }
+    }
+    reshape_and_cache(GetParam(), key, value, key_cache, value_cache, slot_mapping);
+  };
+  write({0, 0}, prompt);                           // prefill
+  write(prompt, {prompt[0] + 1, prompt[1] + 1});   // the decode step's new token
+
+  const Mat q = rounded(dtype, rng.normal(2 * num_heads, head_size, kLogitSpread));
+  Tensor query(dtype, {2, num_heads, head_size});
+  for (Eigen::Index i = 0; i < q.size(); ++i) store(query, i, q.data()[i]);
+  Tensor block_tables(DType::kInt32, {2, 4});
+  const std::int32_t table[] = {blocks[0][0], blocks[0][1], blocks[0][2], order[11],
+                                blocks[1][0], blocks[1][1], order[11], order[11]};
+  std::copy(std::begin(table), std::end(table), block_tables.data_as<std::int32_t>());
+  Tensor seq_lens(DType::kInt32, {2});
+  seq_lens.data_as<std::int32_t>()[0] = prompt[0] + 1;
+  seq_lens.data_as<std::int32_t>()[1] = prompt[1] + 1;
+
+  Tensor out(dtype, {2, num_heads, head_size});
+  paged_attention_v1(GetParam(), out, query, key_cache, value_cache, num_kv_heads,
+                     static_cast<float>(1.0 / std::sqrt(double(head_size))), block_tables,
+                     seq_lens, block_size, prompt[0] + 1);
+  Mat want(2 * num_heads, head_size), got(2 * num_heads, head_size);
+  const int group = num_heads / num_kv_heads;
+  for (int s = 0; s < 2; ++s) {
+    for (int h = 0; h < num_heads; ++h) {
+      const Eigen::Index col = Eigen::Index{h / group} * head_size;
+      want.row(s * num_heads + h) =
+          pa::testing::reference_attention(q.row(s * num_heads + h).transpose(),
+                                           k[s].middleCols(col, head_size),
+                                           v[s].middleCols(col, head_size))
+              .transpose();
+    }
+  }
+  for (Eigen::Index i = 0; i < got.size(); ++i) got.data()[i] = load(out, i);
+  EXPECT_TRUE(FarFromUniform(pa::testing::scores(q.row(0).transpose(), k[0].leftCols(head_size))));
+  const Tolerance tol = tolerance(dtype);
+  EXPECT_TRUE(AllClose(want, got, tol.atol, tol.rtol));
+}
+/// [test_decode_step]
+
+// ---- paged_attention_v1: every dtype, head size and block size ----------------------------
+
+/// [test_grid]
+// Each dtype over all 6 head sizes x 3 block sizes (18 kernel instantiations per test), with
+// ragged lengths that end mid-block, exactly on a block edge and after one token, GQA 4/2.
+void expect_grid(Backend backend, DType dtype, std::uint64_t seed) {
+  for (const int block_size : kSupportedBlockSizes) {
+    for (const int head_size : kSupportedHeadSizes) {
+      Config c;
+      c.dtype = dtype;
+      c.head_size = head_size;
+      c.block_size = block_size;
+      c.seq_lens = {7 * block_size + 3, 1, 2 * block_size};
+      expect_matches_reference(backend, c,
+                               seed + static_cast<std::uint64_t>(head_size * block_size));
+    }
+  }
+}
+
+TEST_P(PagedAttentionV1, EveryHeadAndBlockSizeFloat32) {
+  expect_grid(GetParam(), DType::kFloat32, 600);
+}
+TEST_P(PagedAttentionV1, EveryHeadAndBlockSizeFloat16) {
+  expect_grid(GetParam(), DType::kFloat16, 700);
+}
+TEST_P(PagedAttentionV1, EveryHeadAndBlockSizeBFloat16) {
+  expect_grid(GetParam(), DType::kBFloat16, 800);
+}
+/// [test_grid]
+
+// ---- paged_attention_v1: lengths, the poisoned tail, GQA ----------------------------------
+
+/// [test_ragged]
+TEST_P(PagedAttentionV1, RaggedLengthsAroundBlockEdgesAndTheSharedMemoryBound) {
+  // 1, block_size - 1, block_size, block_size + 1 and a context a few tokens short of the
+  // longest that v1's shared memory holds on this backend, in one batch.
+  Config c;
+  c.dtype = DType::kFloat16;
+  c.head_size = 64;
+  c.block_size = 16;
+  c.num_heads = 2;
+  c.num_kv_heads = 1;
+  const int bound = v1_max_seq_len(GetParam(), c.dtype, c.head_size, c.block_size);
+  c.seq_lens = {1, c.block_size - 1, c.block_size, c.block_size + 1, bound - 3};
+  Rng rng(901);
+  const Problem p = make_problem(rng, c);
+  // The data really is poisoned: the rows after each sequence's last token hold NaN.
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    const int len = c.seq_lens[static_cast<std::size_t>(s)];
+    if (len % c.block_size == 0) continue;
+    const int last = p.blocks[static_cast<std::size_t>(s)].back();
+    const int first_unused_row = len % c.block_size;
+    ASSERT_TRUE(std::isnan(
+        load(p.value_cache, value_index(p.value_cache, last, 0, first_unused_row, 0))));
+    ASSERT_TRUE(std::isnan(
+        load(p.key_cache, key_index(p.key_cache, last, 0, c.block_size - 1, 0))));
+  }
+  expect_spread(p);
+  const Tolerance tol = tolerance(c.dtype);
+  EXPECT_TRUE(AllClose(expected(p), run(GetParam(), p), tol.atol, tol.rtol));
+}
+/// [test_ragged]
+
+TEST_P(PagedAttentionV1, OneTokenReturnsItsValueExactly) {
+  // With one key the softmax is exactly [1]: out must be that token's V row, bit for bit, even
+  // though the 15 rows after it in the block are NaN.
+  Config c;
+  c.dtype = DType::kBFloat16;
+  c.seq_lens = {1, 1};
+  Rng rng(902);
+  const Problem p = make_problem(rng, c);
+  const Mat out = run(GetParam(), p);
+  const int group = c.num_heads / c.num_kv_heads;
+  for (int s = 0; s < 2; ++s) {
+    for (int h = 0; h < c.num_heads; ++h) {
+      const Eigen::Index col = Eigen::Index{h / group} * c.head_size;
+      EXPECT_TRUE(BitIdentical(p.v[s].middleCols(col, c.head_size), out.row(s * c.num_heads + h)))
+          << "sequence " << s << " head " << h;
+    }
+  }
+}
+
+/// [test_gqa]
+TEST_P(PagedAttentionV1, GroupedQueryEightHeadsOverTwo) {
+  // Heads 0-3 read kv head 0, heads 4-7 kv head 1; the kv heads hold different data, so any
+  // other mapping (h % num_kv_heads, h itself) fails.
+  Config c;
+  c.dtype = DType::kFloat16;
+  c.num_heads = 8;
+  c.num_kv_heads = 2;
+  c.seq_lens = {45, 17, 64};
+  expect_matches_reference(GetParam(), c, 903);
+}
+
+TEST_P(PagedAttentionV1, GroupedQueryThirtyTwoHeadsOverFour) {
+  Config c;
+  c.dtype = DType::kBFloat16;
+  c.head_size = 128;
+  c.block_size = 32;
+  c.num_heads = 32;
+  c.num_kv_heads = 4;
+  c.seq_lens = {70, 33};
+  expect_matches_reference(GetParam(), c, 904);
+}
+
+TEST_P(PagedAttentionV1, MultiHeadOneKvHeadPerQueryHead) {
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.head_size = 112;
+  c.block_size = 8;
+  c.num_heads = 6;
+  c.num_kv_heads = 6;
+  c.seq_lens = {29, 100, 8};
+  expect_matches_reference(GetParam(), c, 905);
+}
+/// [test_gqa]
+
+TEST_P(PagedAttentionV1, SequenceInTheLastBlocksOfTheCache) {
+  // The sequence fills the cache's last three physical blocks (in shuffled order) to their
+  // final row, and the kv head its query heads 4-7 read is the last one: the last byte of both
+  // caches is read, and nothing after it. Under the asan preset a read past the end is an error.
+  Config c;
+  c.dtype = DType::kFloat16;
+  c.num_heads = 8;
+  c.num_kv_heads = 2;
+  c.seq_lens = {3 * c.block_size};
+  Rng rng(910);
+  Problem p = make_problem(rng, c);
+  const int num_blocks = 6;  // blocks 0-2 are NaN padding, 3-5 hold the sequence
+  place_at(p, {{4, 5, 3}}, num_blocks, 0);
+  expect_spread(p);
+  const Tolerance tol = tolerance(c.dtype);
+  EXPECT_TRUE(AllClose(expected(p), run(GetParam(), p), tol.atol, tol.rtol));
+}
+
+TEST_P(PagedAttentionV1, LargeLogitsStayFinite) {
+  // Scores near 300: exp(300) overflows float32 (the limit is ~88), so only a kernel that
+  // subtracts the block-wide maximum (not a warp's own) stays finite and right.
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.head_size = 64;
+  c.block_size = 8;
+  c.num_heads = 2;
+  c.num_kv_heads = 1;
+  c.seq_lens = {150};
+  Rng rng(906);
+  Problem p = make_problem(rng, c);
+  for (int h = 0; h < c.num_heads; ++h) {  // scale each head's query so its top score is 300
+    const double top = pa::testing::scores(p.q.row(h).transpose(), p.k[0]).maxCoeff();
+    ASSERT_GT(top, 0.0);
+    p.q.row(h) *= 300.0 / top;
+    for (int d = 0; d < c.head_size; ++d) {
+      p.q(h, d) = round_to(c.dtype, p.q(h, d));
+      store(p.query, h * c.head_size + d, p.q(h, d));
+    }
+  }
+  // Scores of ~300 carry ~300x the absolute float32 rounding of scores of ~1, and exp() passes
+  // that on to the weights; 1e-3 is still far below what a wrong maximum produces.
+  constexpr double kLargeLogitTol = 1e-3;
+  EXPECT_TRUE(AllClose(expected(p), run(GetParam(), p), kLargeLogitTol, kLargeLogitTol));
+}
+
+// ---- Invariances ---------------------------------------------------------------------------
+
+/// [test_invariance]
+TEST_P(PagedAttentionV1, PagingIsInvisibleBitForBit) {
+  // The same logical tokens dealt to different physical blocks (and a bigger cache) give the
+  // same bits: the kernel's arithmetic may depend on token order, never on block ids.
+  Config c;
+  c.dtype = DType::kFloat16;
+  c.block_size = 8;
+  c.seq_lens = {61, 9, 24};
+  Rng rng(907);
+  Problem a = make_problem(rng, c);
+  Problem b = a;
+  b.cfg.spare_blocks = 11;
+  place(b, rng);
+  ASSERT_NE(a.blocks, b.blocks);
+  EXPECT_TRUE(BitIdentical(run(GetParam(), a), run(GetParam(), b)));
+}
+
+TEST_P(PagedAttentionV1, SchedulesAgreeBitForBit) {
+  // On the emulator: the threads of each block run first-to-last, last-to-first and shuffled
+  // between synchronisation points. A kernel with every barrier in place gives the same bits
+  // every time; a missing __syncthreads makes the result depend on the order. On a GPU: two
+  // runs must agree.
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.head_size = 80;
+  c.block_size = 16;
+  c.seq_lens = {150, 3, 77};
+  Rng rng(908);
+  const Problem p = make_problem(rng, c);
+  struct Restore {
+    simt::Schedule schedule = simt::schedule();
+    std::uint64_t seed = simt::schedule_seed();
+    ~Restore() { simt::set_schedule(schedule, seed); }
+  } restore;
+  simt::set_schedule(simt::Schedule::Forward);
+  const Mat forward = run(GetParam(), p);
+  simt::set_schedule(simt::Schedule::Reverse);
+  const Mat reverse = run(GetParam(), p);
+  simt::set_schedule(simt::Schedule::Random, 2024);
+  const Mat shuffled = run(GetParam(), p);
+  EXPECT_TRUE(BitIdentical(forward, reverse)) << "forward vs reverse";
+  EXPECT_TRUE(BitIdentical(forward, shuffled)) << "forward vs random:2024";
+  const Tolerance tol = tolerance(c.dtype);
+  EXPECT_TRUE(AllClose(expected(p), forward, tol.atol, tol.rtol));
+}
+/// [test_invariance]
+
+// ---- The given argument checks (label `checks`: they pass under the starter too) ---------
+
+using pa::testing::ThrowsInvalidArgument;
+
+/// A small valid call to mutate: 2 sequences, 4 heads over 2 kv heads, float16, head 64, block 16.
+struct Call {
+  Tensor out{DType::kFloat16, {2, 4, 64}};
+  Tensor query{DType::kFloat16, {2, 4, 64}};
+  Tensor key_cache{DType::kFloat16, {6, 2, 8, 16, 8}};
+  Tensor value_cache{DType::kFloat16, {6, 2, 64, 16}};
+  int num_kv_heads = 2;
+  Tensor block_tables{DType::kInt32, {2, 3}};
+  Tensor seq_lens{DType::kInt32, {2}};
+  int block_size = 16;
+  int max_seq_len = 40;
+
+  Call() {
+    const std::int32_t table[] = {4, 0, 2, 1, 5, 3};
+    std::copy(std::begin(table), std::end(table), block_tables.data_as<std::int32_t>());
+    seq_lens.data_as<std::int32_t>()[0] = 40;
+    seq_lens.data_as<std::int32_t>()[1] = 3;
+  }
+  void operator()(Backend backend = Backend::kEmulator) {
+    paged_attention_v1(backend, out, query, key_cache, value_cache, num_kv_heads, 0.125f,
+                       block_tables, seq_lens, block_size, max_seq_len);
+  }
+};
+
+TEST(PagedAttentionV1Checks, RejectsOutShapeUnlikeQuery) {
+  Call call;
+  call.out = Tensor(DType::kFloat16, {2, 4, 32});
+  EXPECT_TRUE(ThrowsInvalidArgument(
+      call, {"paged_attention_v1", "out.shape", "[2, 4, 64]", "[2, 4, 32]"}));
+}
+
+TEST(PagedAttentionV1Checks, RejectsCacheDtypeUnlikeQuery) {
+  Call call;
+  call.key_cache = Tensor(DType::kBFloat16, {6, 2, 8, 16, 8});
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"key_cache.dtype", "float16", "bfloat16"}));
+}
+
+TEST(PagedAttentionV1Checks, RejectsKeyCacheNotSplitByX) {
+  // A key cache laid out like the value cache's transpose ([.., head_size, block_size]) is not
+  // vLLM's: the key cache must end in [head_size / x, block_size, x] with x = 8 for float16.
+  Call call;
+  call.key_cache = Tensor(DType::kFloat16, {6, 2, 64, 16});
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"key_cache.dim()", "5", "got 4"}));
+  call.key_cache = Tensor(DType::kFloat16, {6, 2, 16, 16, 4});
+  EXPECT_TRUE(ThrowsInvalidArgument(
+      call, {"key_cache.shape", "[6, 2, 8, 16, 8]", "x = 8", "[6, 2, 16, 16, 4]"}));
+}
+
+TEST(PagedAttentionV1Checks, RejectsValueCacheNotTransposed) {
+  Call call;
+  call.value_cache = Tensor(DType::kFloat16, {6, 2, 16, 64});  // [.., block_size, head_size]
+  EXPECT_TRUE(
+      ThrowsInvalidArgument(call, {"value_cache.shape", "[6, 2, 64, 16]", "[6, 2, 16, 64]"}));
+}
+
+TEST(PagedAttentionV1Checks, RejectsInt64BlockTables) {
+  Call call;
+  call.block_tables = Tensor(DType::kInt64, {2, 3});
+  EXPECT_TRUE(
+      ThrowsInvalidArgument(call, {"block_tables.dtype", "int32", "flash-attn", "got int64"}));
+}
+
+TEST(PagedAttentionV1Checks, RejectsUnsupportedHeadSize) {
+  Call call;
+  call.query = Tensor(DType::kFloat16, {2, 4, 72});
+  call.out = call.query;
+  EXPECT_TRUE(ThrowsInvalidArgument(
+      call, {"head_size", "one of {64, 80, 96, 112, 128, 256}", "got 72"}));
+}
+
+TEST(PagedAttentionV1Checks, RejectsUnsupportedBlockSize) {
+  Call call;
+  call.block_size = 4;
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"block_size", "one of {8, 16, 32}", "got 4"}));
+}
+
+TEST(PagedAttentionV1Checks, RejectsHeadsNotAMultipleOfKvHeads) {
+  Call call;
+  call.query = Tensor(DType::kFloat16, {2, 3, 64});
+  call.out = call.query;
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"num_heads", "multiple of num_kv_heads = 2", "got 3"}));
+}
+
+TEST(PagedAttentionV1Checks, RejectsZeroSeqLen) {
+  Call call;
+  call.seq_lens.data_as<std::int32_t>()[1] = 0;
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"seq_lens[1]", "> 0", "got 0"}));
+}
+
+TEST(PagedAttentionV1Checks, RejectsSeqLenBeyondItsBlockTable) {
+  Call call;  // 3 blocks of 16 per row: 48 tokens at most
+  call.seq_lens.data_as<std::int32_t>()[0] = 49;
+  call.max_seq_len = 64;
+  EXPECT_TRUE(ThrowsInvalidArgument(
+      call, {"seq_lens[0]", "<= 48", "block_tables.shape[1] * block_size", "got 49"}));
+}
+
+TEST(PagedAttentionV1Checks, RejectsSeqLenAboveMaxSeqLen) {
+  Call call;
+  call.max_seq_len = 39;
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"seq_lens[0]", "<= 39", "max_seq_len", "got 40"}));
+}
+
+TEST(PagedAttentionV1Checks, RejectsBlockIdOutsideTheCache) {
+  Call call;
+  call.block_tables.data_as<std::int32_t>()[2] = 6;  // sequence 0 reads 3 blocks; 6 blocks exist
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"block_tables[0, 2]", "[0, 6)", "got 6"}));
+}
+
+/// A small valid reshape_and_cache call to mutate: 3 tokens, 2 kv heads, float32, head 64.
+struct CacheCall {
+  Tensor key{DType::kFloat32, {3, 2, 64}};
+  Tensor value{DType::kFloat32, {3, 2, 64}};
+  Tensor key_cache{DType::kFloat32, {4, 2, 16, 8, 4}};
+  Tensor value_cache{DType::kFloat32, {4, 2, 64, 8}};
+  Tensor slot_mapping{DType::kInt64, {3}};
+
+  CacheCall() {
+    const std::int64_t slots[] = {5, -1, 31};
+    std::copy(std::begin(slots), std::end(slots), slot_mapping.data_as<std::int64_t>());
+  }
+  void operator()() {
+    reshape_and_cache(Backend::kEmulator, key, value, key_cache, value_cache, slot_mapping);
+  }
+};
+
+TEST(PagedAttentionV1Checks, ReshapeAndCacheRejectsValueUnlikeKey) {
+  CacheCall call;
+  call.value = Tensor(DType::kFloat32, {3, 2, 32});
+  EXPECT_TRUE(ThrowsInvalidArgument(
+      call, {"reshape_and_cache", "value.shape", "[3, 2, 64]", "[3, 2, 32]"}));
+}
+
+TEST(PagedAttentionV1Checks, ReshapeAndCacheRejectsWrongX) {
+  CacheCall call;  // float32 needs x = 4; this cache was laid out for 2-byte elements
+  call.key_cache = Tensor(DType::kFloat32, {4, 2, 8, 8, 8});
+  EXPECT_TRUE(ThrowsInvalidArgument(
+      call, {"key_cache.shape", "[4, 2, 16, 8, 4]", "x = 4", "[4, 2, 8, 8, 8]"}));
+}
+
+TEST(PagedAttentionV1Checks, ReshapeAndCacheRejectsInt32SlotMapping) {
+  CacheCall call;
+  call.slot_mapping = Tensor(DType::kInt32, {3});
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"slot_mapping.dtype", "int64", "got int32"}));
+}
+
+TEST(PagedAttentionV1Checks, ReshapeAndCacheRejectsSlotPastTheCache) {
+  CacheCall call;
+  call.slot_mapping.data_as<std::int64_t>()[2] = 32;  // 4 blocks of 8 rows: slots 0 .. 31
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"slot_mapping[2]", "< 32", "got 32"}));
+}
+
+/// [test_context_limit]
+// The context bound depends on the device, so this check runs once per backend.
+class SharedMemoryLimitChecks : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Backend::kCuda && !cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(, SharedMemoryLimitChecks,
+                         ::testing::Values(Backend::kEmulator, Backend::kCuda), backend_test_name);
+
+TEST_P(SharedMemoryLimitChecks, RejectsAContextLongerThanSharedMemoryHolds) {
+  Call call;
+  const int bound = v1_max_seq_len(GetParam(), DType::kFloat16, 64, 16);
+  ASSERT_GE(bound, 1024) << "fewer than 1024 tokens of context: a 4 KiB device?";
+  call.max_seq_len = bound + 1;
+  EXPECT_TRUE(ThrowsInvalidArgument(
+      [&] { call(GetParam()); },
+      {"paged_attention_v1", "max_seq_len", "<= " + std::to_string(bound), "shared memory",
+       "split-KV", "paged_attention_v2", "got " + std::to_string(bound + 1)}));
+  // Exactly the bound passes the check (the starter's kernel then reports NotImplemented,
+  // which is not this test's business).
+  call.max_seq_len = bound;
+  try {
+    call(GetParam());
+  } catch (const std::invalid_argument& e) {
+    ADD_FAILURE() << "max_seq_len = " << bound << " was rejected: " << e.what();
+  } catch (const std::logic_error&) {
+  }
+}
+/// [test_context_limit]
+
+}  // namespace
+}  // namespace pa::cuda_v1
