@@ -107,7 +107,23 @@ def build_env() -> dict:
 
 # ---- running ctest and reading its results ---------------------------------------------------
 
-STATUS_LINE = re.compile(r"Test\s+#\d+:\s+(\S+)\s+\.*\s*(.*?)\s+[\d.]+\s+sec")
+STATUS_LINE = re.compile(r"Test\s+#\d+:\s+(.*?)\s+[\d.]+\s+sec\s*$", re.M)
+
+
+def parse_status_lines(stdout: str, names: list[str]) -> dict[str, str]:
+    """Maps each test name to the status word ctest printed for it ("Passed", "***Failed",
+    "***Exception: SegFault", "***Timeout", "***Skipped" ...). Names may hold spaces (value-
+    parameterised tests end in "  # GetParam() = ..."), so each line is matched against the
+    known names, longest first, rather than split on whitespace."""
+    by_length = sorted(names, key=len, reverse=True)
+    found = {}
+    for m in STATUS_LINE.finditer(stdout):
+        rest = m.group(1)
+        for name in by_length:
+            if rest.startswith(name):
+                found[name] = rest[len(name):].strip(" .")
+                break
+    return found
 
 
 def ctest(build: Path, labels: str | None, junit: Path) -> dict[str, dict]:
@@ -125,7 +141,7 @@ def ctest(build: Path, labels: str | None, junit: Path) -> dict[str, dict]:
     if labels:
         cmd += ["-L", labels]
     done = subprocess.run(cmd, capture_output=True, text=True)
-    raw = {m.group(1): m.group(2) for m in STATUS_LINE.finditer(done.stdout)}
+    raw = parse_status_lines(done.stdout, list(labels_of))
     outputs = {}
     if junit.exists():
         for case in ET.parse(junit).getroot().iter("testcase"):
@@ -210,10 +226,10 @@ def cmd_grade(args) -> int:
             continue
         note = f" ({len(skipped)} skipped: {skip_reason(in_lab, skipped)})" if skipped else ""
         print(f"Lab {n} — {title}: {passed}/{len(graded)} tests passed{note}")
-        width = max((len(t) for t in graded), default=0) - len(f"lab{n}.")
+        width = max((len(t.split("  # GetParam()")[0]) for t in graded), default=0) - len(f"lab{n}.")
         for test, r in sorted(graded.items()):
             if r["status"] != "passed":
-                short = test[len(f"lab{n}."):]
+                short = test[len(f"lab{n}."):].split("  # GetParam()")[0]
                 print(f"  {short:<{width}}  {r['status']:<15}  {first_reason(r['output'])}")
         report[n] = {"compiled": True,
                      "tests": {t: r["status"] for t, r in graded.items()},
