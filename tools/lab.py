@@ -162,18 +162,32 @@ def ctest(build: Path, labels: str | None, junit: Path) -> dict[str, dict]:
             status = "crashed"  # a signal, an abort, or a death before gtest could report
         else:
             status = "failed"
-        results[name] = {"status": status, "labels": labels_of.get(name, []), "output": output}
+        results[name] = {"status": status, "labels": labels_of.get(name, []), "output": output,
+                         "ctest": word}
     return results
 
 
-def first_reason(output: str) -> str:
-    """The most telling line of a failing test's output, for the grade table."""
+def first_reason(result: dict) -> str:
+    """The most telling words about a test that did not pass, for the grade table."""
+    output = result["output"]
     m = re.search(r"not implemented yet: ([^\n\"]*?) —", output)
     if m:
         return m.group(1)
-    for line in output.splitlines():
-        if "Failure" in line or "Expected" in line or "Value of" in line or "exception" in line:
-            return line.strip()[:90]
+    if result["status"] in ("crashed", "timed out"):
+        return result["ctest"].lstrip("*")  # e.g. "Exception: SegFault", "Timeout"
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if line.rstrip().endswith("Failure"):
+            block = []
+            for follow in lines[i + 1:]:
+                if not follow.strip() or follow.startswith("["):
+                    break
+                block.append(follow.strip())
+            for text in block:  # "Actual: false (first difference at [0]: 6 vs 0)"
+                m = re.match(r"Actual: false \((.*)\)$", text)
+                if m:
+                    return m.group(1)[:100]
+            return " ".join(block)[:100]
     return ""
 
 
@@ -230,7 +244,7 @@ def cmd_grade(args) -> int:
         for test, r in sorted(graded.items()):
             if r["status"] != "passed":
                 short = test[len(f"lab{n}."):].split("  # GetParam()")[0]
-                print(f"  {short:<{width}}  {r['status']:<15}  {first_reason(r['output'])}")
+                print(f"  {short:<{width}}  {r['status']:<15}  {first_reason(r)}")
         report[n] = {"compiled": True,
                      "tests": {t: r["status"] for t, r in graded.items()},
                      "skipped": {t: skip_reason(in_lab, [t]) for t in skipped}}
