@@ -8,11 +8,13 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include "simt/common.hpp"
+#include "simt/device_buffer.hpp"
 #include "simt/emu/dialect.hpp"
 
 namespace simt {
@@ -89,8 +91,18 @@ void* device_allocate(std::size_t bytes);
 /// Releases memory from device_allocate (nullptr is fine).
 void device_free(void* p) noexcept;
 
-/// Throws std::invalid_argument unless n <= size, naming `function` as the project's checks do.
-void check_count(const char* function, std::size_t n, std::size_t size);
+/// The emulator's device memory for BasicDeviceBuffer: host memory, copied with memcpy.
+struct HostMemory {
+  static void* allocate(std::size_t bytes) { return device_allocate(bytes); }
+  static void release(void* p) noexcept { device_free(p); }
+  static void to_device(void* dst, const void* src, std::size_t bytes) {
+    std::memcpy(dst, src, bytes);
+  }
+  static void to_host(void* dst, const void* src, std::size_t bytes) {
+    std::memcpy(dst, src, bytes);
+  }
+  static void fill(void* p, unsigned char byte, std::size_t bytes) { std::memset(p, byte, bytes); }
+};
 
 template <class Fn>
 const void* kernel_id(Fn* kernel) {
@@ -147,62 +159,10 @@ inline int cuda_device_count() {
   return 0;
 }
 
-/// Emulated device memory: an exact-size host allocation, owned, movable, not copyable.
+/// Emulated device memory: exact-size host allocations, so AddressSanitizer reports the first
+/// byte past a buffer.
 template <class T>
-class DeviceBuffer {
-  static_assert(std::is_trivially_copyable_v<T>, "device memory holds trivially copyable values");
-
- public:
-  DeviceBuffer() = default;
-  /// Allocates n elements, uninitialised, as cudaMalloc does.
-  explicit DeviceBuffer(std::size_t n)
-      : data_(static_cast<T*>(detail::device_allocate(checked_bytes(n)))), size_(n) {}
-  ~DeviceBuffer() { detail::device_free(data_); }
-
-  DeviceBuffer(DeviceBuffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    if (this != &other) {
-      detail::device_free(data_);
-      data_ = std::exchange(other.data_, nullptr);
-      size_ = std::exchange(other.size_, 0);
-    }
-    return *this;
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  /// Returns the device pointer to pass to a kernel.
-  T* data() { return data_; }
-  /// Returns the device pointer to pass to a kernel.
-  const T* data() const { return data_; }
-  /// Returns the number of elements.
-  std::size_t size() const { return size_; }
-
-  /// Copies n host elements to the start of the buffer; throws std::invalid_argument if n > size().
-  void upload(const T* host, std::size_t n) {
-    detail::check_count("DeviceBuffer::upload", n, size_);
-    for (std::size_t i = 0; i < n; ++i) data_[i] = host[i];
-  }
-  /// Copies the first n elements to host memory; throws std::invalid_argument if n > size().
-  void download(T* host, std::size_t n) const {
-    detail::check_count("DeviceBuffer::download", n, size_);
-    for (std::size_t i = 0; i < n; ++i) host[i] = data_[i];
-  }
-  /// Sets every byte of the buffer to `byte` (0xFF makes every float NaN).
-  void fill_bytes(unsigned char byte) {
-    auto* bytes = reinterpret_cast<unsigned char*>(data_);
-    for (std::size_t i = 0; i < size_ * sizeof(T); ++i) bytes[i] = byte;
-  }
-
- private:
-  static std::size_t checked_bytes(std::size_t n) {
-    if (n > SIZE_MAX / sizeof(T)) throw std::invalid_argument("DeviceBuffer: size overflows");
-    return n * sizeof(T);
-  }
-  T* data_ = nullptr;
-  std::size_t size_ = 0;
-};
+using DeviceBuffer = BasicDeviceBuffer<T, detail::HostMemory>;
 
 }  // namespace emu
 }  // namespace simt

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "simt/common.hpp"
+#include "simt/device_buffer.hpp"
 
 namespace simt {
 inline namespace cuda {
@@ -27,13 +28,26 @@ inline void check(cudaError_t status, const char* what) {
   }
 }
 
-/// Throws std::invalid_argument unless n <= size, naming `function` as the project's checks do.
-inline void check_count(const char* function, std::size_t n, std::size_t size) {
-  if (n > size) {
-    throw std::invalid_argument(std::string(function) + ": n — expected at most " +
-                                std::to_string(size) + ", got " + std::to_string(n));
+/// The GPU's device memory for BasicDeviceBuffer: the CUDA runtime's malloc, memcpy, memset.
+struct CudaMemory {
+  static void* allocate(std::size_t bytes) {
+    void* p = nullptr;
+    if (bytes > 0) check(cudaMalloc(&p, bytes), "DeviceBuffer");
+    return p;
   }
-}
+  static void release(void* p) noexcept {
+    if (p != nullptr) (void)cudaFree(p);  // a destructor must not throw
+  }
+  static void to_device(void* dst, const void* src, std::size_t bytes) {
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "DeviceBuffer::upload");
+  }
+  static void to_host(void* dst, const void* src, std::size_t bytes) {
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "DeviceBuffer::download");
+  }
+  static void fill(void* p, unsigned char byte, std::size_t bytes) {
+    check(cudaMemset(p, byte, bytes), "DeviceBuffer::fill_bytes");
+  }
+};
 
 }  // namespace detail
 
@@ -84,63 +98,9 @@ inline int cuda_device_count() {
   return count;
 }
 
-/// Device memory from cudaMalloc: owned, movable, not copyable.
+/// Device memory from cudaMalloc.
 template <class T>
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  /// Allocates n elements, uninitialised.
-  explicit DeviceBuffer(std::size_t n) : size_(n) {
-    if (n > 0)
-      detail::check(cudaMalloc(reinterpret_cast<void**>(&data_), n * sizeof(T)), "DeviceBuffer");
-  }
-  ~DeviceBuffer() {
-    if (data_ != nullptr) (void)cudaFree(data_);  // a destructor must not throw
-  }
-  DeviceBuffer(DeviceBuffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    if (this != &other) {
-      if (data_ != nullptr) (void)cudaFree(data_);
-      data_ = std::exchange(other.data_, nullptr);
-      size_ = std::exchange(other.size_, 0);
-    }
-    return *this;
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  /// Returns the device pointer to pass to a kernel.
-  T* data() { return data_; }
-  /// Returns the device pointer to pass to a kernel.
-  const T* data() const { return data_; }
-  /// Returns the number of elements.
-  std::size_t size() const { return size_; }
-
-  /// Copies n host elements to the start of the buffer; throws std::invalid_argument if n > size().
-  void upload(const T* host, std::size_t n) {
-    detail::check_count("DeviceBuffer::upload", n, size_);
-    if (n > 0)
-      detail::check(cudaMemcpy(data_, host, n * sizeof(T), cudaMemcpyHostToDevice),
-                    "DeviceBuffer::upload");
-  }
-  /// Copies the first n elements to host memory; throws std::invalid_argument if n > size().
-  void download(T* host, std::size_t n) const {
-    detail::check_count("DeviceBuffer::download", n, size_);
-    if (n > 0)
-      detail::check(cudaMemcpy(host, data_, n * sizeof(T), cudaMemcpyDeviceToHost),
-                    "DeviceBuffer::download");
-  }
-  /// Sets every byte of the buffer to `byte` (0xFF makes every float NaN).
-  void fill_bytes(unsigned char byte) {
-    if (size_ > 0)
-      detail::check(cudaMemset(data_, byte, size_ * sizeof(T)), "DeviceBuffer::fill_bytes");
-  }
-
- private:
-  T* data_ = nullptr;
-  std::size_t size_ = 0;
-};
+using DeviceBuffer = BasicDeviceBuffer<T, detail::CudaMemory>;
 
 }  // namespace cuda
 }  // namespace simt

@@ -200,12 +200,4 @@ void device_free(void* p) noexcept {
   std::free(p);
 }
 
-void check_count(const char* function, std::size_t n, std::size_t size) {
-  if (n > size) {
-    throw std::invalid_argument(std::string(function) + ": n — expected at most " +
-                                std::to_string(size) + " (the buffer's size), got " +
-                                std::to_string(n));
-  }
-}
-
 }  // namespace simt::inline emu::detail

@@ -191,7 +191,9 @@ TEST(SimtErrors, ExceptionInAKernelThreadPropagatesOutOfLaunch) {
   }
   // Blocks run one at a time and the launch stops at the block that threw. Forward runs blocks
   // 0, 1, 2 and reverse 4, 3, 2: three either way; a random schedule may reach block 2 earlier.
-  if (simt::schedule() != simt::Schedule::Random) EXPECT_EQ(blocks_started, 3);
+  if (simt::schedule() != simt::Schedule::Random) {
+    EXPECT_EQ(blocks_started, 3);
+  }
   EXPECT_EQ(constructed, blocks_started * 64);
   EXPECT_EQ(destroyed, constructed);  // the waiting threads of block 2 were unwound
 }
