@@ -155,6 +155,17 @@ Mat reference_attention_heads(const Mat& q, const Mat& K, const Mat& V) {
   return ::testing::AssertionFailure() << "did not throw std::invalid_argument";
 }
 
+Eigen::Index slot_of(const IVec& block_table, int t, int block_size) {
+  return Eigen::Index{block_table[t / block_size]} * block_size + t % block_size;
+}
+
+Mat paged_cache(const Mat& rows, const IVec& block_table, int block_size, int num_blocks,
+                double poison) {
+  Mat cache = Mat::Constant(Eigen::Index{num_blocks} * block_size, rows.cols(), poison);
+  for (int t = 0; t < rows.rows(); ++t) cache.row(slot_of(block_table, t, block_size)) = rows.row(t);
+  return cache;
+}
+
 void poison(Mat& m, double value) { m.setConstant(value); }
 
 void poison_rows(Mat& m, Eigen::Index first, Eigen::Index count, double value) {

@@ -75,6 +75,16 @@ Mat reference_attention_heads(const Mat& q, const Mat& K, const Mat& V);
 ::testing::AssertionResult ThrowsInvalidArgument(const std::function<void()>& call,
                                                  std::initializer_list<std::string_view> fragments);
 
+/// The cache row of logical token t of a sequence whose blocks `block_table` lists:
+/// block_table[t / block_size] * block_size + t % block_size, in plain integer arithmetic, so
+/// tests never rely on student code to place their data.
+Eigen::Index slot_of(const IVec& block_table, int t, int block_size);
+
+/// A [num_blocks * block_size, rows.cols()] cache holding row t of `rows` at slot_of(t) and
+/// `poison` in every other row: the sequence in its blocks, and every unused row loud.
+Mat paged_cache(const Mat& rows, const IVec& block_table, int block_size, int num_blocks,
+                double poison = kPoison);
+
 /// Fills every element of `m` with `value` (NaN by default).
 void poison(Mat& m, double value = kPoison);
 

@@ -38,17 +38,11 @@ struct PagedSequence {
   int block_size;
 };
 
-/// Places token t at row block_table[t / block_size] * block_size + t % block_size, computed
-/// here independently of the student's build_slot_mapping; every other row holds `poison`.
+/// Places the sequence in its blocks of fresh caches (pa::testing::paged_cache computes the rows
+/// itself, independently of the student's build_slot_mapping); every other row holds `poison`.
 void place(PagedSequence& s, int num_blocks, double poison) {
-  const Eigen::Index width = s.k.cols();
-  s.k_cache = Mat::Constant(Eigen::Index{num_blocks} * s.block_size, width, poison);
-  s.v_cache = Mat::Constant(Eigen::Index{num_blocks} * s.block_size, width, poison);
-  for (int t = 0; t < s.seq_len; ++t) {
-    const int row = s.block_table[t / s.block_size] * s.block_size + t % s.block_size;
-    s.k_cache.row(row) = s.k.row(t);
-    s.v_cache.row(row) = s.v.row(t);
-  }
+  s.k_cache = pa::testing::paged_cache(s.k, s.block_table, s.block_size, num_blocks, poison);
+  s.v_cache = pa::testing::paged_cache(s.v, s.block_table, s.block_size, num_blocks, poison);
 }
 
 PagedSequence make_sequence(Rng& rng, int seq_len, int block_size, int num_heads,
@@ -122,7 +116,7 @@ TEST(WriteKv, WriteThenGatherRoundTrips) {
 
   // The read map (the table) finds every token where the write map put it.
   for (int t = 0; t < seq_len; ++t) {
-    const int row = table[t / block_size] * block_size + t % block_size;
+    const Eigen::Index row = pa::testing::slot_of(table, t, block_size);
     ASSERT_TRUE(BitIdentical(new_k.row(t), k_cache.row(row))) << "token " << t;
     ASSERT_TRUE(BitIdentical(new_v.row(t), v_cache.row(row))) << "token " << t;
   }

@@ -53,18 +53,11 @@ struct PagedSequence {
   int num_blocks = 0;
 };
 
-/// Writes token t to row block_table[t / block_size] * block_size + t % block_size (computed
-/// here, independently of any student code); every other row of both caches holds `poison`.
+/// Places the sequence in its blocks of fresh caches (pa::testing::paged_cache computes the rows
+/// itself, independently of any student code); every other row of both caches holds `poison`.
 void place(PagedSequence& s, double poison) {
-  const Eigen::Index rows = Eigen::Index{s.num_blocks} * s.block_size;
-  s.k_cache = Mat::Constant(rows, s.k.cols(), poison);
-  s.v_cache = Mat::Constant(rows, s.v.cols(), poison);
-  for (int t = 0; t < s.seq_len; ++t) {
-    const Eigen::Index row = Eigen::Index{s.block_table[t / s.block_size]} * s.block_size +
-                             t % s.block_size;
-    s.k_cache.row(row) = s.k.row(t);
-    s.v_cache.row(row) = s.v.row(t);
-  }
+  s.k_cache = pa::testing::paged_cache(s.k, s.block_table, s.block_size, s.num_blocks, poison);
+  s.v_cache = pa::testing::paged_cache(s.v, s.block_table, s.block_size, s.num_blocks, poison);
 }
 
 /// A sequence with random peaked data at the given block table.

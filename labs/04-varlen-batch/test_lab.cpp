@@ -56,7 +56,8 @@ struct Batch {
 
 /// The pool row of position p of a sequence with blocks `blocks`, computed with plain integers.
 int slot_of(const std::vector<int>& blocks, int p, int block_size) {
-  return blocks[p / block_size] * block_size + p % block_size;
+  const Eigen::Map<const IVec> table(blocks.data(), static_cast<Eigen::Index>(blocks.size()));
+  return static_cast<int>(pa::testing::slot_of(table, p, block_size));
 }
 
 /// The metadata, written out with loops, independently of the student's build_forward_meta.
