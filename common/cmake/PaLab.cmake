@@ -11,6 +11,14 @@
 # compiler (CMAKE_CUDA_COMPILER) it is compiled a second time, as CUDA for sm_80 and sm_90,
 # through a generated .cu that #includes it; the executable then gets PA_HAVE_CUDA_BACKEND=1 and
 # the CUDA runtime, and its tests run on both backends (on CUDA only where a device is present).
+#
+# Beside the tests, when the room has them:
+#   bench_lab.cpp      -> `labNN_bench`, a Google Benchmark program built from the same file
+#                         LAB_IMPL picks, so a student times their own code (PA_BENCHMARKS).
+#   solutions/<NN-name>/mutants/*.cpp (PA_MUTANTS) -> `labNN_mutant_<stem>`, the graded tests
+#                         linked against one deliberately broken implementation each; the target
+#                         `labNN_mutants` builds them all. They are not ctest tests: they are
+#                         meant to fail, and tools/lab mutants reads which tests kill each one.
 include(GoogleTest)
 
 set(PA_TEST_TIMEOUT 60 CACHE STRING "Per-test timeout in seconds")
@@ -51,6 +59,44 @@ function(pa_add_lab lab_dir)
     TEST_FILTER "*Checks.*"
     PROPERTIES LABELS "checks" TIMEOUT ${PA_TEST_TIMEOUT}
     DISCOVERY_TIMEOUT 30)
+
+  if(PA_BENCHMARKS AND EXISTS "${room}/bench_lab.cpp")
+    add_executable(${target}_bench "${room}/bench_lab.cpp" "${impl}")
+    target_include_directories(${target}_bench PRIVATE "${room}")
+    target_link_libraries(${target}_bench PRIVATE pa_testing benchmark::benchmark
+                          ${ARG_EXTRA_LIBS})
+    target_compile_options(${target}_bench PRIVATE
+      $<$<COMPILE_LANGUAGE:CXX>:${PA_WARNING_FLAGS}>)
+    if(ARG_SIMT)
+      _pa_add_simt_backends(${target}_bench "${impl}")
+    endif()
+  endif()
+
+  file(GLOB mutants CONFIGURE_DEPENDS
+       "${PROJECT_SOURCE_DIR}/solutions/${lab_dir}/mutants/*.cpp")
+  if(PA_MUTANTS AND mutants)
+    # The test file is compiled once and linked against every mutant. Mutants run on the
+    # emulator only (the CUDA twins would skip without a GPU anyway).
+    add_library(${target}_mutant_tests OBJECT "${room}/test_lab.cpp")
+    target_include_directories(${target}_mutant_tests PRIVATE "${room}")
+    target_link_libraries(${target}_mutant_tests PRIVATE pa_testing ${ARG_EXTRA_LIBS})
+    add_custom_target(${target}_mutants)
+    foreach(mutant IN LISTS mutants)
+      get_filename_component(stem "${mutant}" NAME_WE)
+      set(exe ${target}_mutant_${stem})
+      add_executable(${exe} EXCLUDE_FROM_ALL "${mutant}")
+      target_include_directories(${exe} PRIVATE "${room}")
+      target_link_libraries(${exe} PRIVATE ${target}_mutant_tests pa_testing ${ARG_EXTRA_LIBS})
+      if(ARG_SIMT)
+        target_link_libraries(${exe} PRIVATE pa_simt)
+        target_compile_options(${exe} PRIVATE -Wno-unknown-pragmas)
+      endif()
+      add_dependencies(${target}_mutants ${exe})
+    endforeach()
+    if(ARG_SIMT)
+      target_link_libraries(${target}_mutant_tests PRIVATE pa_simt)
+    endif()
+  endif()
 endfunction()
 
 # The two builds of a SIMT lab's implementation (see SIMT above).
