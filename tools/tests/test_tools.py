@@ -1,0 +1,149 @@
+"""Unit tests of tools/lab's grading pieces that need no build: the chapters' points-and-hints
+tables, the mutant headers, the status words, Gradescope's results.json shape and the JUnit XML.
+Run: python3 -m unittest discover -s tools/tests (ctest runs it as tools.unit, label `tools`)."""
+from __future__ import annotations
+
+import json
+import sys
+import unittest
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import grading  # noqa: E402
+import instructor  # noqa: E402
+import labcore  # noqa: E402
+from labcore import Lab  # noqa: E402
+
+LAB = Lab("02", "02-online-softmax", "Paged attention with online softmax")
+
+
+def sample_grades() -> list[grading.LabGrade]:
+    """Two labs: one with every status a test can have, one that did not build."""
+    g = grading.LabGrade(LAB, True)
+    for i, (status, detail) in enumerate([("passed", ""), ("failed", "first difference at [3]"),
+                                          ("not implemented", "paged_online_attention"),
+                                          ("crashed", "SIGSEGV"), ("timed out", "")]):
+        pts = 2 if i == 0 else 1
+        g.tests.append(grading.Graded(LAB, f"S.T{i}", f"S.T{i}", status, detail,
+                                      pts if status == "passed" else 0, pts, "a hint (§ x)", 0.01))
+    g.skipped["S.Gpu/Cuda"] = "no CUDA device"
+    other = Lab("03", "03-flash-decoding", "Flash-decoding")
+    h = grading.LabGrade(other, False, "starter.cpp:3: error: expected ';'")
+    h.tests.append(grading.Graded(other, "A.B", "A.B", "did not build", h.build_error, 0, 1, ""))
+    return [g, h]
+
+
+class GradescopeShape(unittest.TestCase):
+    def test_results_of_every_status_are_valid(self):
+        report = grading.gradescope(sample_grades(), 12.5)
+        self.assertEqual(grading.validate_gradescope(json.loads(json.dumps(report))), [])
+        self.assertEqual(report["score"], 2)
+        self.assertEqual(report["max_score"], 7)
+        self.assertEqual(len(report["tests"]), 6)  # the skipped GPU test is not graded
+        statuses = [t["output"].split(":")[0].splitlines()[0] for t in report["tests"]]
+        self.assertEqual(statuses, ["passed", "failed", "not implemented", "crashed",
+                                    "timed out", "did not build"])
+        self.assertIn("Hint: a hint", report["tests"][1]["output"])
+
+    def test_validator_catches_broken_results(self):
+        good = grading.gradescope(sample_grades(), 1.0)
+        cases = {
+            "missing 'tests'": {k: v for k, v in good.items() if k != "tests"},
+            "status": dict(good, tests=[dict(good["tests"][0], status="ok")] + good["tests"][1:]),
+            "sum of the tests' scores": dict(good, score=99),
+            "not unique": dict(good, tests=good["tests"] + good["tests"][:1]),
+            "execution_time": dict(good, tests=[{k: v for k, v in good["tests"][0].items()
+                                                 if k != "execution_time"}] + good["tests"][1:]),
+            "outside": dict(good, tests=[dict(good["tests"][1], score=5)] + good["tests"][2:]),
+        }
+        for words, broken in cases.items():
+            with self.subTest(words):
+                problems = grading.validate_gradescope(broken)
+                self.assertTrue(any(words in p for p in problems), problems)
+
+
+class JUnit(unittest.TestCase):
+    def test_counts_and_kinds(self):
+        root = ET.fromstring(ET.tostring(grading.junit(sample_grades()).getroot()))
+        lab02, lab03 = root.findall("testsuite")
+        self.assertEqual((lab02.get("tests"), lab02.get("failures"), lab02.get("errors"),
+                          lab02.get("skipped")), ("6", "2", "2", "1"))
+        self.assertEqual(lab03.find("testcase/error").get("type"), "did not build")
+
+
+class StatusWords(unittest.TestCase):
+    def test_ctest_words_map_to_statuses(self):
+        failed = "[ RUN      ] S.T\nx.cpp:3: Failure\nValue of: f()\n  Actual: false (first " \
+                 "difference at [0]: 6 vs 0)\n[  FAILED  ] S.T (0 ms)\n"
+        cases = [("Passed", "", ("passed", "")),
+                 ("***Timeout", "", ("timed out", "")),
+                 ("***Exception: SegFault", "", ("crashed", "SIGSEGV")),
+                 ("Subprocess aborted***Exception:", "", ("crashed", "SIGABRT")),
+                 ("***Failed", "not implemented yet: merge — fill it in", ("not implemented", "merge")),
+                 ("***Failed", failed, ("failed", "first difference at [0]: 6 vs 0")),
+                 ("***Skipped", "[  SKIPPED ] S.T\nSkipped\nno CUDA device\n",
+                  ("skipped", "no CUDA device"))]
+        for word, output, expected in cases:
+            with self.subTest(word):
+                self.assertEqual(labcore.classify(word, output), expected)
+
+    def test_test_key(self):
+        self.assertEqual(labcore.test_key("lab05.PagedAttentionV1.OneToken/Emulator  # GetParam() = emulator"),
+                         "PagedAttentionV1.OneToken")
+        self.assertEqual(labcore.test_key("lab02.Suite.Test"), "Suite.Test")
+        self.assertEqual(labcore.test_key("Inst/Suite.Test/3"), "Suite.Test")
+
+
+class Chapters(unittest.TestCase):
+    def test_every_chapter_table_parses_and_points_at_real_sections(self):
+        for lab in labcore.labs():
+            with self.subTest(lab.number):
+                rows = grading.read_table(lab)
+                graded = [r for r in rows.values() if r.points]
+                self.assertGreaterEqual(len(graded), 10)
+                readme = (labcore.ROOT / "labs" / lab.room / "README.md").read_text()
+                titles = grading.section_titles(readme)
+                for r in graded:
+                    self.assertIn(r.section, titles, f"{r.key}: \\ref {r.section}")
+                    self.assertTrue(r.hint, f"{r.key} has no hint")
+                    self.assertNotIn("\\f$", r.hint, f"{r.key}: a hint is plain words")
+
+    def test_table_errors_name_the_line(self):
+        bad = labcore.ROOT / "build" / "tools-unit" / "labs" / "02-online-softmax"
+        bad.mkdir(parents=True, exist_ok=True)
+        (bad / "README.md").write_text("# Lab 02 — x {#lab_02}\n\n## What the tests prove {#lab_02_tests}\n\n"
+                                       "| test | pts | what it pins | hint |\n|---|---|---|---|\n"
+                                       "| `S.T` | 1 | pins | no section here |\n")
+        with self.assertRaisesRegex(grading.TableError, r"README.md:7: the hint must end"):
+            grading.read_table(LAB, bad.parent.parent)
+
+
+@unittest.skipUnless(labcore.has_solutions(), "a student release has no mutants")
+class MutantCatalogue(unittest.TestCase):
+    def test_every_mutant_header_and_diff(self):
+        mutants = instructor.catalogue(labcore.labs())
+        self.assertGreaterEqual(len(mutants), 30)
+        for m in mutants:
+            with self.subTest(f"{m.lab.number}/{m.stem}"):
+                self.assertEqual(m.problems, [])
+                self.assertTrue(m.caught_by)
+
+
+class Release(unittest.TestCase):
+    def test_instructor_blocks_and_presets_are_dropped(self):
+        text = "a\n<!-- instructor -->\nsecret\n<!-- /instructor -->\nb\n"
+        self.assertEqual(instructor.strip_instructor_blocks(text), "a\nb\n")
+        presets = json.loads(instructor.student_presets(
+            (labcore.ROOT / "CMakePresets.json").read_text()))
+        names = [p["name"] for p in presets["configurePresets"]]
+        self.assertIn("starter", names)
+        self.assertNotIn("solution", names)
+        for kind in ("buildPresets", "testPresets", "workflowPresets"):
+            for p in presets.get(kind, []):
+                self.assertNotIn("solution", json.dumps(p))
+
+
+if __name__ == "__main__":
+    unittest.main()

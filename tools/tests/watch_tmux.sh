@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# tools/lab watch, driven in tmux the way a student uses it: start `tools/lab watch 01` in a copy
+# of this tree, wait for the first screen (score 0), save lab 01's reference solution over its
+# starter.cpp, wait for the screen to change to full marks, press Ctrl-C, and check that watch
+# said goodbye and exited 0. Prints the screens it saw. Needs tmux (instructor tree).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+work="${1:-$(mktemp -d)}/tree"
+session="lab-watch-$$"
+rm -rf "$work" && mkdir -p "$work"
+(cd "$root" && git ls-files --cached --others --exclude-standard -z | xargs -0 cp --parents -t "$work")
+
+screen() { tmux capture-pane -p -t "$session"; }
+wait_for() {  # wait_for <regex> <seconds>
+  for _ in $(seq 1 "$2"); do
+    if screen | grep -Eq "$1"; then return 0; fi
+    sleep 1
+  done
+  echo "watch test: no '$1' on the screen after $2 s; the screen was:"; screen; return 1
+}
+trap 'tmux kill-session -t "$session" 2>/dev/null || true' EXIT
+
+tmux new-session -d -s "$session" -x 130 -y 40 \
+  "cd '$work' && tools/lab watch 01; echo \"watch exited with status \$?\"; sleep 60"
+wait_for "Score: 0 / [0-9]+" 600
+echo "---- first screen ----"; screen | sed '/^$/N;/^\n$/D'
+grep -q "hint:" <(screen) || { echo "watch test: the first screen shows no hint"; exit 1; }
+
+cp "$root/solutions/01-paged-gather/solution.cpp" "$work/labs/01-paged-gather/starter.cpp"
+wait_for "Lab done" 300
+echo "---- after saving starter.cpp ----"; screen | sed '/^$/N;/^\n$/D'
+screen | grep -Eq "Score: ([0-9]+) / \1 " || { echo "watch test: not full marks"; exit 1; }
+
+tmux send-keys -t "$session" C-c
+wait_for "watch exited with status 0" 30
+screen | grep -q "tools/lab watch: stopped." || { echo "watch test: no goodbye line"; exit 1; }
+echo "---- after Ctrl-C ----"; screen | tail -3
+echo "watch test: passed (screen changed on save, Ctrl-C exits 0)"
