@@ -87,6 +87,7 @@ function(pa_add_lab lab_dir)
       add_executable(${exe} EXCLUDE_FROM_ALL "${mutant}")
       target_include_directories(${exe} PRIVATE "${room}")
       target_link_libraries(${exe} PRIVATE ${target}_mutant_tests pa_testing ${ARG_EXTRA_LIBS})
+      target_compile_options(${exe} PRIVATE ${PA_WARNING_FLAGS})  # no warning the solution lacks
       if(ARG_SIMT)
         target_link_libraries(${exe} PRIVATE pa_simt)
         target_compile_options(${exe} PRIVATE -Wno-unknown-pragmas)

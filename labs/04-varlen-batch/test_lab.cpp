@@ -369,6 +369,35 @@ TEST(AttnPaged, OutputIsTokenMajor) {
   EXPECT_TRUE(AllClose(b.v[1], out.row(1), kExactTol)) << "token 1 should be [v1_h0, v1_h1]";
 }
 
+TEST(AttnPaged, ScoresNearAThousandStayFinite) {
+  // Every score of this mixed batch is its usual spread plus 1000, and exp(1000) overflows
+  // float64 (the limit is ~709): only a softmax that subtracts each row's max stays finite.
+  // The shift comes from one shared coordinate: the last dim of every query head holds
+  // q_last and that of every key k_last, which adds q_last * k_last / sqrt(head_dim) = 1000 to
+  // every score of a row and leaves the softmax, and so the reference, as it was.
+  Rng rng(429);
+  Batch b = make_batch(rng, {{23, 1}, {9, 10}, {0, 5}}, 8, 4, 2, 8, 12);
+  const double shift = 1000.0, q_last = 40.0;
+  const double k_last = shift * std::sqrt(static_cast<double>(b.head_dim)) / q_last;
+  for (int h = 0; h < b.num_heads; ++h) b.q.col((h + 1) * b.head_dim - 1).setConstant(q_last);
+  for (std::size_t s = 0; s < b.steps.size(); ++s) {
+    for (int g = 0; g < b.num_kv_heads; ++g) {
+      b.k[s].col((g + 1) * b.head_dim - 1).setConstant(k_last);
+    }
+    for (int p = 0; p < b.k[s].rows(); ++p) {  // the pool holds the same shifted keys
+      b.k_pool.row(slot_of(b.steps[s].blocks, p, b.block_size)) = b.k[s].row(p);
+    }
+  }
+  expect_spread(b);
+  const Vec decode_query = b.q.row(0).head(b.head_dim).transpose();  // [head_dim] seq 0, head 0
+  ASSERT_GT(pa::testing::scores(decode_query, b.k[0].leftCols(b.head_dim)).minCoeff(), 710.0)
+      << "every score should be past exp's float64 limit";
+  // Scores of ~1000 carry ~1000x the absolute rounding of scores of ~1 and exp() passes it on
+  // (~1e-13 on these outputs): 1e-9 leaves room for that and none for a wrong weight or a NaN.
+  constexpr double kLargeScoreTol = 1e-9;
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kLargeScoreTol));
+}
+
 // ---- what the batch must never do ----------------------------------------------------------
 
 /// [leak_tests]
@@ -622,6 +651,9 @@ TEST(EndToEnd, PagedBatchGeneratesTheDenseTokens) {
     }
 
     const ForwardMeta meta = build_forward_meta(steps, block_size);
+    // One position per fed token, or model.input below would index past them.
+    ASSERT_EQ(meta.positions.size(), static_cast<Eigen::Index>(tokens.size()))
+        << "positions (and cu_seqlens_q) must count this step's new tokens only";
     const Mat x = model.input(tokens, meta.positions);  // [total_new, kModel]
     const Mat q = x * model.w_q;                         // [total_new, H * D]
     set_kv(k_pool, v_pool, meta.slot_mapping, x * model.w_k, x * model.w_v);
