@@ -249,7 +249,7 @@ def main(args) -> int:
             print(f"  plot: {svg.relative_to(ROOT)}")
             if args.book:
                 BOOK.mkdir(parents=True, exist_ok=True)
-                shutil.copy(svg, BOOK / svg.name)
+                shutil.copy(svg, BOOK / f"bench_{svg.name}")
     if args.book:
         BOOK.mkdir(parents=True, exist_ok=True)
         (BOOK / "machine.txt").write_text(where + "\n")
