@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -176,6 +177,18 @@ int v1_max_seq_len(Backend backend, DType dtype, int head_size, int block_size);
 bool cuda_device_present();
 /// [api]
 
+namespace detail {
+/// One backend's half of V1DeviceSession (below); launchers.cuh implements it per backend.
+class V1SessionBackend {
+ public:
+  virtual ~V1SessionBackend() = default;
+  virtual void launch() = 0;
+  virtual void download(Tensor& out) const = 0;
+  virtual double timed_launch() = 0;
+  virtual double timed_cache_copy() = 0;
+};
+}  // namespace detail
+
 // The two builds of the kernels' .cpp, one per backend namespace (see simt/cuda.hpp). The
 // functions above pick one of them.
 namespace emu {
@@ -187,6 +200,10 @@ void paged_attention_v1(Tensor& out, const Tensor& query, const Tensor& key_cach
                         int max_seq_len);
 int v1_max_seq_len(DType dtype, int head_size, int block_size);
 int device_count();
+std::unique_ptr<detail::V1SessionBackend> make_v1_session(
+    const Tensor& query, const Tensor& key_cache, const Tensor& value_cache, int num_kv_heads,
+    float scale, const Tensor& block_tables, const Tensor& seq_lens, int block_size,
+    int max_seq_len);
 }  // namespace emu
 
 #if PA_HAVE_CUDA_BACKEND
@@ -199,6 +216,10 @@ void paged_attention_v1(Tensor& out, const Tensor& query, const Tensor& key_cach
                         int max_seq_len);
 int v1_max_seq_len(DType dtype, int head_size, int block_size);
 int device_count();
+std::unique_ptr<detail::V1SessionBackend> make_v1_session(
+    const Tensor& query, const Tensor& key_cache, const Tensor& value_cache, int num_kv_heads,
+    float scale, const Tensor& block_tables, const Tensor& seq_lens, int block_size,
+    int max_seq_len);
 }  // namespace cuda
 #endif
 
@@ -254,6 +275,57 @@ inline int v1_max_seq_len(Backend backend, DType dtype, int head_size, int block
   return cuda::v1_max_seq_len(dtype, head_size, block_size);
 #else
   detail::no_cuda_backend("v1_max_seq_len");
+#endif
+}
+
+/// [device_session]
+/// paged_attention_v1 without the host copies around it, for timing the kernel alone
+/// (bench_lab.cpp): the operands are copied to one backend's device memory once, and the kernel
+/// runs on them as often as asked, through the same launch paged_attention_v1 makes.
+class V1DeviceSession {
+ public:
+  /// Checks the arguments as paged_attention_v1 does and copies them to `backend`'s device
+  /// memory; the session owns the output, shaped like query and NaN until the first launch.
+  V1DeviceSession(Backend backend, const Tensor& query, const Tensor& key_cache,
+                  const Tensor& value_cache, int num_kv_heads, float scale,
+                  const Tensor& block_tables, const Tensor& seq_lens, int block_size,
+                  int max_seq_len);
+
+  /// Runs the kernel once on the device copies; throws what paged_attention_v1 would.
+  void launch() { backend_->launch(); }
+
+  /// Copies the output to `out`: [num_seqs, num_heads, head_size], query's dtype.
+  void download(Tensor& out) const { backend_->download(out); }
+
+  /// Runs the kernel once and returns the seconds it took: on CUDA measured with events on
+  /// the device's clock, after flushing the L2 cache outside the timed span (so every byte of
+  /// the caches comes from device memory); on the emulator measured with the host's clock.
+  double timed_launch() { return backend_->timed_launch(); }
+
+  /// Copies the key and value caches device to device once, flushed and timed like
+  /// timed_launch, and returns the seconds: the bandwidth the kernel's reads are measured by.
+  double timed_cache_copy() { return backend_->timed_cache_copy(); }
+
+ private:
+  std::unique_ptr<detail::V1SessionBackend> backend_;
+};
+/// [device_session]
+
+inline V1DeviceSession::V1DeviceSession(Backend backend, const Tensor& query,
+                                        const Tensor& key_cache, const Tensor& value_cache,
+                                        int num_kv_heads, float scale,
+                                        const Tensor& block_tables, const Tensor& seq_lens,
+                                        int block_size, int max_seq_len) {
+  if (backend == Backend::kEmulator) {
+    backend_ = emu::make_v1_session(query, key_cache, value_cache, num_kv_heads, scale,
+                                    block_tables, seq_lens, block_size, max_seq_len);
+    return;
+  }
+#if PA_HAVE_CUDA_BACKEND
+  backend_ = cuda::make_v1_session(query, key_cache, value_cache, num_kv_heads, scale,
+                                   block_tables, seq_lens, block_size, max_seq_len);
+#else
+  detail::no_cuda_backend("V1DeviceSession");
 #endif
 }
 

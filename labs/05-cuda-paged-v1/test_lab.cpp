@@ -652,6 +652,49 @@ TEST_P(PagedAttentionV1, LargeLogitsStayFinite) {
   EXPECT_TRUE(AllClose(expected(p), run(GetParam(), p), kLargeLogitTol, kLargeLogitTol));
 }
 
+TEST_P(PagedAttentionV1, StaleKeysPastTheEndNeverSetTheMax) {
+  // In an engine the rows after a sequence's last token hold a freed sequence's keys: finite,
+  // not NaN. Here each stale key points along its query head, so its logit (~1e4) dwarfs the
+  // real ones (~10); a kernel that masks it from the logits but not from the running max
+  // pushes every real weight to 0. The stale values are finite too: this test is about keys.
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.head_size = 64;
+  c.block_size = 16;
+  c.num_heads = 3;
+  c.num_kv_heads = 3;  // one query head per kv head, so each stale key can aim at its query
+  c.seq_lens = {37, 5, 25};
+  Rng rng(911);
+  Problem p = make_problem(rng, c);
+  constexpr double kStale = 1e3;  // every element of a stale key or value row, up to sign
+  const int width = c.num_kv_heads * c.head_size;
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    const int len = c.seq_lens[static_cast<std::size_t>(s)];
+    if (len % c.block_size == 0) continue;  // a full last block has no rows past the end
+    Eigen::RowVectorXd stale_key(width);  // [num_kv_heads * head_size]
+    for (int h = 0; h < c.num_kv_heads; ++h) {
+      stale_key.segment(h * c.head_size, c.head_size) =
+          kStale * p.q.row(s * c.num_heads + h).array().sign().matrix();
+    }
+    const Eigen::RowVectorXd stale_value = Eigen::RowVectorXd::Constant(width, kStale);
+    const int last = p.blocks[static_cast<std::size_t>(s)].back();
+    for (int row = len % c.block_size; row < c.block_size; ++row) {
+      put_token(p.key_cache, p.value_cache, last, row, stale_key, stale_value);
+    }
+    // The data really is what the comment says: a stale logit beats the real maximum by far.
+    const double stale_logit = p.scale() * p.q.row(s * c.num_heads).dot(
+                                               stale_key.head(c.head_size));
+    const double real_max =
+        pa::testing::scores(p.q.row(s * c.num_heads).transpose(),
+                            p.k[static_cast<std::size_t>(s)].leftCols(c.head_size))
+            .maxCoeff();
+    ASSERT_GT(stale_logit, real_max + 1000.0) << "sequence " << s;
+  }
+  expect_spread(p);
+  const Tolerance tol = tolerance(c.dtype);
+  EXPECT_TRUE(AllClose(expected(p), run(GetParam(), p), tol.atol, tol.rtol));
+}
+
 // ---- Invariances ---------------------------------------------------------------------------
 
 /// [test_invariance]
