@@ -42,6 +42,7 @@ struct Sequence {
   Mat k;             // [seq_len, head_dim] contiguous keys (what dense_attention reads)
   Mat v;             // [seq_len, head_dim] contiguous values
   IVec block_table;  // [seq_len / block_size] a random permutation of the physical blocks
+  IVec in_order;     // [seq_len / block_size] 0, 1, 2, ...: the blocks where k and v lie
   Mat k_cache;       // [seq_len, head_dim] the keys in shuffled blocks (every block used)
   Mat v_cache;       // [seq_len, head_dim] the values in the same blocks
   Vec expected;      // [head_dim] reference attention of q over k, v (long double)
@@ -59,6 +60,7 @@ const Sequence& sequence(int seq_len) {
     s->k = rng.normal(seq_len, kHeadDim);
     s->v = rng.normal(seq_len, kHeadDim);
     s->block_table = rng.permutation(num_blocks);
+    s->in_order = IVec::LinSpaced(num_blocks, 0, num_blocks - 1);
     s->k_cache = pa::testing::paged_cache(s->k, s->block_table, kBlockSize, num_blocks);
     s->v_cache = pa::testing::paged_cache(s->v, s->block_table, kBlockSize, num_blocks);
     s->expected = pa::testing::reference_attention(s->q, s->k, s->v);
@@ -130,6 +132,26 @@ void BM_PagedOnlineAttention(benchmark::State& state) {
   report(state, seq_len);
 }
 
+void BM_PagedOnlineInOrder(benchmark::State& state) {
+  // The same sweep with the identity block table: k and v themselves are the cache, so the
+  // blocks stream in address order. The gap to BM_PagedOnlineAttention is the gather tax (lab
+  // 01); the gap to BM_BaselineRead is the streaming arithmetic itself.
+  const int seq_len = static_cast<int>(state.range(0));
+  const Sequence& s = sequence(seq_len);
+  if (!answer_is_right(state, [&] {
+        return pa::testing::AllClose(
+            s.expected, paged_online_attention(s.q, s.k, s.v, s.in_order, seq_len, kBlockSize),
+            kLongRowTol);
+      })) {
+    return;
+  }
+  for (auto _ : state) {
+    Vec out = paged_online_attention(s.q, s.k, s.v, s.in_order, seq_len, kBlockSize);  // [head_dim]
+    benchmark::DoNotOptimize(out.data());
+  }
+  report(state, seq_len);
+}
+
 // ---- baselines: the memory system alone, over exactly the K+V bytes -------------------
 
 /// [2 * seq_len * head_dim] one buffer holding as many doubles as K and V together.
@@ -169,6 +191,7 @@ constexpr int kMaxTokens = 1 << 16;
 
 BENCHMARK(BM_DenseAttention)->RangeMultiplier(2)->Range(kMinTokens, kMaxTokens)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedOnlineAttention)->RangeMultiplier(2)->Range(kMinTokens, kMaxTokens)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PagedOnlineInOrder)->RangeMultiplier(2)->Range(kMinTokens, kMaxTokens)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_BaselineRead)->RangeMultiplier(2)->Range(kMinTokens, kMaxTokens)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_BaselineCopy)->RangeMultiplier(2)->Range(kMinTokens, kMaxTokens)->Unit(benchmark::kMicrosecond);
 
