@@ -16,6 +16,10 @@
 namespace pa::flash_decoding {
 
 /// [api]
+/// A read-only view of a row-major float64 matrix, or of consecutive rows of one such as
+/// K.middleRows(start, rows): it binds without copying, so a key range is read in place.
+using RowsView = Eigen::Ref<const Mat>;
+
 /// The softmax-attention summary of one query over one set of keys, never divided through:
 ///   m     = max_i s_i                       (s_i = k_i · q / sqrt(d))
 ///   denom = sum_i exp(s_i - m)
@@ -30,7 +34,7 @@ struct Partial {
 /// Returns the unnormalised summary (m, denom, acc) of attention by q over the keys K and
 /// values V; K may have zero rows, which gives the empty partial {-inf, 0, zeros(dv)}.
 /// q: [d]; K: [n, d]; V: [n, dv] -> Partial with acc: [dv].
-Partial attend_partial(const Vec& q, const Mat& K, const Mat& V);
+Partial attend_partial(const Vec& q, const RowsView& K, const RowsView& V);
 
 /// Returns the summary of the union of two disjoint key sets, given the summary of each:
 /// both sides are rescaled to m* = max(a.m, b.m) and added; an empty side adds exactly zero.
@@ -43,9 +47,12 @@ Vec merge_partials(const std::vector<Partial>& partials);
 
 /// Returns softmax(K q / sqrt(d)) V computed flash-decoding style: the n keys are split into
 /// num_partitions contiguous ranges the way numpy.array_split does (the first n % p ranges
-/// get n / p + 1 rows, the rest n / p, so some are empty when p > n), each range is attended
-/// with attend_partial, and the partials are merged. q: [d]; K: [n, d]; V: [n, dv] -> [dv].
-Vec partitioned_attention(const Vec& q, const Mat& K, const Mat& V, int num_partitions);
+/// get n / p + 1 rows, the rest n / p, so some are empty when p > n), the ranges are attended
+/// with attend_partial on num_threads threads (each a contiguous run of ranges), and the
+/// partials are merged in range order, so the result has the same bits for every num_threads.
+/// q: [d]; K: [n, d]; V: [n, dv] -> [dv].
+Vec partitioned_attention(const Vec& q, const Mat& K, const Mat& V, int num_partitions,
+                          int num_threads = 1);
 /// [api]
 
 // ---------------------------------------------------------------------------------------------
@@ -57,7 +64,7 @@ namespace checks {
 
 /// Checks head_dim = q.size() > 0, that K has one column per query element, and that V has
 /// one row per key. Zero keys are allowed.
-inline void attend_partial(const Vec& q, const Mat& K, const Mat& V) {
+inline void attend_partial(const Vec& q, const RowsView& K, const RowsView& V) {
   const ArgCheck check("attend_partial");
   check.positive("q.size() (head_dim)", q.size());
   check.cols("K", K, q.size(), "q.size()");
@@ -86,11 +93,13 @@ inline void merge_partials(const std::vector<Partial>& partials) {
              std::to_string(partials.size()) + " partials, all empty (m = -inf)");
 }
 
-/// Checks num_partitions > 0, the shapes attend_partial needs, and at least one key.
-inline void partitioned_attention(const Vec& q, const Mat& K, const Mat& V,
-                                  int num_partitions) {
+/// Checks num_partitions > 0, num_threads > 0, the shapes attend_partial needs, and at least
+/// one key.
+inline void partitioned_attention(const Vec& q, const Mat& K, const Mat& V, int num_partitions,
+                                  int num_threads) {
   const ArgCheck check("partitioned_attention");
   check.positive("num_partitions", num_partitions);
+  check.positive("num_threads", num_threads);
   check.positive("q.size() (head_dim)", q.size());
   check.cols("K", K, q.size(), "q.size()");
   check.rows("V", V, K.rows(), "K.rows()");

@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include "pa/not_implemented.hpp"
 
@@ -20,7 +22,7 @@ namespace pa::flash_decoding {
 //   denom = sum(p)               acc = V^T p     [dv]
 // Zero keys (n = 0) is allowed: return {-inf, 0, zeros(dv)} before touching s (the max of an
 // empty vector does not exist).
-Partial attend_partial(const Vec& q, const Mat& K, const Mat& V) {
+Partial attend_partial(const Vec& q, const RowsView& K, const RowsView& V) {
   checks::attend_partial(q, K, V);
   throw NotImplemented("attend_partial");
 }
@@ -53,9 +55,21 @@ Vec merge_partials(const std::vector<Partial>& partials) {
 // n % p ranges have n / p + 1 rows, the others n / p; empty ranges are fine), attend each
 // range, merge.
 // q: [d]; K: [n, d]; V: [n, dv] -> [dv]
-// Hint: K.middleRows(start, rows) is the key range [start, start + rows).
-Vec partitioned_attention(const Vec& q, const Mat& K, const Mat& V, int num_partitions) {
-  checks::partitioned_attention(q, K, V, num_partitions);
+// Hint: K.middleRows(start, rows) is the key range [start, start + rows); it binds to
+// attend_partial's RowsView without a copy.
+//
+// TODO, in this order:
+//   1. Work out where every range starts (a vector of num_partitions + 1 offsets is handy).
+//   2. Make a std::vector<Partial> with one slot per range. Write a lambda that attends the
+//      ranges [first, last) into their own slots, and check it with one call over all ranges.
+//   3. Now the threads: deal the ranges out as contiguous runs to at most num_threads threads
+//      (std::thread or std::jthread; more threads than ranges must work) and join them all.
+//      Each thread writes only its own slots, so nothing needs a lock.
+//   4. merge_partials over the slots, in range order. Ask yourself why merging in the order
+//      the threads happen to finish would make the result's last bits change between runs.
+Vec partitioned_attention(const Vec& q, const Mat& K, const Mat& V, int num_partitions,
+                          int num_threads) {
+  checks::partitioned_attention(q, K, V, num_partitions, num_threads);
   throw NotImplemented("partitioned_attention");
 }
 /// [partitioned_attention]

@@ -385,6 +385,28 @@ TEST(PartitionedAttention, LogitsPastTheFloat64ExpLimit) {
   EXPECT_TRUE(AllClose(dense_truth(p), partitioned_attention(p.q, p.K, p.V, 5), kHugeLogitTol));
 }
 
+/// [test_threads_same_bits]
+TEST(PartitionedAttention, ThreadsGiveTheSameBits) {
+  // 1037 keys in 7 ragged ranges on 1, 2, 3 and 8 threads, and in 3 ranges on the same counts
+  // (8 threads for 7 or 3 ranges: more threads than ranges must work). Threads only change who
+  // attends a range, never the arithmetic or the merge order, so every output must have the
+  // bits of the one-thread output, and that output is dense attention.
+  Rng rng(344);
+  const Problem p = make_problem(rng, kRaggedKeys);
+  expect_spread(p);
+  const Vec truth = dense_truth(p);
+  for (const int num_partitions : {7, 3}) {
+    const Vec one_thread = partitioned_attention(p.q, p.K, p.V, num_partitions, 1);
+    EXPECT_TRUE(AllClose(truth, one_thread, kExactTol)) << num_partitions << " partitions";
+    for (const int num_threads : {2, 3, 8}) {
+      EXPECT_TRUE(BitIdentical(one_thread,
+                               partitioned_attention(p.q, p.K, p.V, num_partitions, num_threads)))
+          << num_partitions << " partitions on " << num_threads << " threads";
+    }
+  }
+}
+/// [test_threads_same_bits]
+
 // ---- the given argument checks (label `checks`: they pass under the starter too) ---------
 
 using pa::testing::ThrowsInvalidArgument;
@@ -440,6 +462,15 @@ TEST(FlashDecodingChecks, PartitionedAttentionRejectsNonPositivePartitionCount) 
                                     {"partitioned_attention", "num_partitions", "> 0", "got 0"}));
   EXPECT_TRUE(ThrowsInvalidArgument([&] { partitioned_attention(q, K, V, -2); },
                                     {"partitioned_attention", "num_partitions", "got -2"}));
+}
+
+TEST(FlashDecodingChecks, PartitionedAttentionRejectsNonPositiveThreadCount) {
+  const Vec q = Vec::Zero(8);
+  const Mat K = Mat::Zero(10, 8), V = Mat::Zero(10, 4);
+  EXPECT_TRUE(ThrowsInvalidArgument([&] { partitioned_attention(q, K, V, 2, 0); },
+                                    {"partitioned_attention", "num_threads", "> 0", "got 0"}));
+  EXPECT_TRUE(ThrowsInvalidArgument([&] { partitioned_attention(q, K, V, 2, -1); },
+                                    {"partitioned_attention", "num_threads", "> 0", "got -1"}));
 }
 
 TEST(FlashDecodingChecks, PartitionedAttentionRejectsZeroKeys) {
