@@ -118,6 +118,10 @@ def targets(lab: str, runs: list[dict]) -> list[tuple[str, str, bool | None]]:
         top = common[-1]
         out.append((f"2 threads vs 1 at {int(top)} tokens", f"{speedup[top]:.2f}x",
                     speedup[top] >= 1.6))
+        r1, r2 = t.get("BM_BaselineRead", {}).get(top), t.get("BM_BaselineReadTwoThreads", {}).get(top)
+        if r1 and r2:
+            out.append((f"ceiling: 2-thread / 1-thread plain read at {int(top)} tokens",
+                        f"{seconds(r1) / seconds(r2):.2f}x", None))
         crossover = next((n for i, n in enumerate(common)
                           if all(speedup[m] > 1.0 for m in common[i:])), None)
         out.append(("crossover: 2 threads faster from", f"{int(crossover)} tokens"
@@ -201,7 +205,9 @@ def plot(lab: Lab, runs: list[dict], svg: Path, where: str) -> bool:
     blocks, plots = [], []
     for i, (s, pts) in enumerate(sorted(t.items(), key=lambda kv: (kv[0].startswith("BM_Baseline"), kv[0]))):
         blocks.append(f"# {s}\n" + "\n".join(f"{int(n)} {gbps(r):.4f}" for n, r in sorted(pts.items())))
-        style = "lines dashtype 2 lw 2" if s.startswith("BM_Baseline") else "linespoints lw 2 pt 7"
+        grey = "#444444" if s == "BM_BaselineRead" else "#999999"
+        style = (f"lines dashtype 2 lw 2 lc rgb '{grey}'" if s.startswith("BM_Baseline")
+                 else "linespoints lw 2 pt 7")
         plots.append(f"'{data}' index {i} using 1:2 with {style} title '{s[3:]}'")
     data.write_text("\n\n\n".join(blocks) + "\n")
     script = f"""

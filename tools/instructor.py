@@ -102,7 +102,7 @@ def catalogue(picked: list[Lab], root: Path = ROOT) -> list[Mutant]:
 def run_mutants(mutants: list[Mutant], build: Path) -> None:
     """Builds every mutant's test executable in `build` and runs each graded test of it in its own
     process; fills in each mutant's results and problems."""
-    for lab in {m.lab for m in mutants}:
+    for lab in sorted({m.lab for m in mutants}, key=lambda lab: lab.number):
         ok, output = labcore.build_target(build, f"{lab.target}_mutants")
         if not ok:
             # Build them one by one, so one that does not compile is named.
@@ -154,7 +154,7 @@ def print_mutants(mutants: list[Mutant]) -> None:
         if m.lab != lab:
             lab = m.lab
             print(f"\nLab {lab.number} — {lab.title}: mutants")
-        graded = len(m.results)
+        graded = sum(r.status != "skipped" for r in m.results.values())
         verdict = "killed  " if m.killed else "SURVIVES" if not m.killers else "PROBLEM "
         names = [labcore.test_key(n) for n in m.killers]
         shown = ", ".join(dict.fromkeys(names))

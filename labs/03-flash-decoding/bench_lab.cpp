@@ -15,6 +15,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "flash_decoding.hpp"
@@ -101,6 +102,24 @@ void BM_BaselineRead(benchmark::State& state) {
   for (auto _ : state) {
     double sum = buffer.sum();  // one streaming read of every byte
     benchmark::DoNotOptimize(sum);
+  }
+  state.counters["tokens"] = static_cast<double>(tokens);
+  state.SetBytesProcessed(state.iterations() * kv_bytes(tokens));
+}
+
+void BM_BaselineReadTwoThreads(benchmark::State& state) {
+  // The same read split in two halves, one per std::thread: what two cores can pull from memory
+  // together. Its ratio to BM_BaselineRead bounds the speed-up any 2-thread split can reach on a
+  // read-bound pass (on many machines one core alone nearly saturates the memory system).
+  const std::int64_t tokens = state.range(0);
+  const Vec buffer = Vec::Ones(kv_bytes(tokens) / static_cast<std::int64_t>(sizeof(double)));
+  const Eigen::Index half = buffer.size() / 2;
+  for (auto _ : state) {
+    double first = 0.0;
+    std::thread helper([&] { first = buffer.head(half).sum(); });
+    const double second = buffer.tail(buffer.size() - half).sum();
+    helper.join();
+    benchmark::DoNotOptimize(first + second);
   }
   state.counters["tokens"] = static_cast<double>(tokens);
   state.SetBytesProcessed(state.iterations() * kv_bytes(tokens));
@@ -236,6 +255,7 @@ void context_lengths(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_PartitionedOneThread)->Apply(context_lengths)->UseRealTime();
 BENCHMARK(BM_PartitionedTwoThreads)->Apply(context_lengths)->UseRealTime();
 BENCHMARK(BM_BaselineRead)->Apply(context_lengths);
+BENCHMARK(BM_BaselineReadTwoThreads)->Apply(context_lengths)->UseRealTime();
 BENCHMARK(BM_BaselineCopy)->Apply(context_lengths);
 
 // The argument is the shared prefix's length. The chapter's case, a 512-token prefix, reads
