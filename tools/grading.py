@@ -170,6 +170,8 @@ def grade(labs: list[Lab], build: Path, root: Path = labcore.ROOT, timeout: int 
                                   r.status, r.detail,
                                   max_points if r.status == "passed" else 0, max_points,
                                   hint_text(lab, row, root), r.seconds))
+        order = {key: i for i, key in enumerate(table)}  # the chapter's order, not the alphabet
+        g.tests.sort(key=lambda t: (order.get(t.key, len(order)), t.name))
         skipped_keys = {labcore.test_key(n) for n in g.skipped}
         g.unrun = sorted(k for k in graded_rows if k not in seen and k not in skipped_keys)
     return [grades[lab.number] for lab in labs]

@@ -283,11 +283,16 @@ def strip_instructor_blocks(text: str) -> str:
 
 
 def student_presets(text: str) -> str:
-    """CMakePresets.json without the presets that build the solutions."""
+    """CMakePresets.json without the `solution` preset; any other preset that built the
+    solutions (asan) builds the starters instead."""
     presets = json.loads(text)
-    gone = {p["name"] for p in presets.get("configurePresets", [])
-            if p.get("cacheVariables", {}).get("LAB_IMPL") == "solution"}
+    gone = {"solution"}
     presets["configurePresets"] = [p for p in presets["configurePresets"] if p["name"] not in gone]
+    for p in presets["configurePresets"]:
+        if p.get("cacheVariables", {}).get("LAB_IMPL") == "solution":
+            p["cacheVariables"]["LAB_IMPL"] = "starter"
+            if "displayName" in p:
+                p["displayName"] = p["displayName"].replace("Solutions", "Starters")
     for kind in ("buildPresets", "testPresets"):
         presets[kind] = [p for p in presets.get(kind, []) if p.get("configurePreset") not in gone]
     presets["workflowPresets"] = [
