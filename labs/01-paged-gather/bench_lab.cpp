@@ -18,6 +18,7 @@
 #include <string>
 
 #include "paged_gather.hpp"
+#include "pa/bench.hpp"
 #include "pa/testing.hpp"
 
 namespace pa::paged_gather {
@@ -71,23 +72,10 @@ std::int64_t kv_bytes(int seq_len) {
 
 /// Sets the two numbers tools/lab bench plots: tokens (x) and bytes read per second (y).
 void report(benchmark::State& state, int seq_len) {
-  state.counters["tokens"] = seq_len;
-  state.SetBytesProcessed(state.iterations() * kv_bytes(seq_len));
+  pa::bench::report(state, seq_len, kv_bytes(seq_len));
 }
 
-/// Runs `check` (lab code plus a comparison); true when it passes. A wrong answer or an
-/// exception (the starter's "not implemented yet") skips the benchmark with its message.
-template <class Check>
-bool answer_is_right(benchmark::State& state, Check check) {
-  try {
-    const ::testing::AssertionResult ok = check();
-    if (ok) return true;
-    state.SkipWithError(("wrong answer: " + std::string(ok.message())).c_str());
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-  }
-  return false;
-}
+using pa::bench::answer_is_right;
 
 /// The lab's read path without the attention: the slots of tokens 0 .. seq_len-1, then K and V
 /// gathered through them into contiguous buffers (what paged_attention does before its maths).
@@ -166,35 +154,12 @@ void BM_PagedAttention(benchmark::State& state) {
 
 // ---- baselines: the memory system alone, over exactly the K+V bytes -------------------
 
-/// [2 * seq_len * head_dim] one buffer holding as many doubles as K and V together.
-Vec kv_sized_buffer(int seq_len) {
-  return Vec::LinSpaced(2 * Eigen::Index{seq_len} * kHeadDim, -1.0, 1.0);
-}
-
 void BM_BaselineRead(benchmark::State& state) {
-  const int seq_len = static_cast<int>(state.range(0));
-  const Vec buffer = kv_sized_buffer(seq_len);  // [2 * seq_len * head_dim]
-  for (auto _ : state) {
-    double total = buffer.sum();
-    benchmark::DoNotOptimize(total);
-  }
-  report(state, seq_len);
+  pa::bench::baseline_read(state, state.range(0), kv_bytes(static_cast<int>(state.range(0))));
 }
 
 void BM_BaselineCopy(benchmark::State& state) {
-  const int seq_len = static_cast<int>(state.range(0));
-  const Vec source = kv_sized_buffer(seq_len);  // [2 * seq_len * head_dim]
-  Vec destination(source.size());               // [2 * seq_len * head_dim]
-  const auto copy = [&] {
-    std::memcpy(destination.data(), source.data(), sizeof(double) * source.size());
-  };
-  copy();  // once untimed, so the destination's pages exist before the clock starts
-  for (auto _ : state) {
-    copy();
-    benchmark::DoNotOptimize(destination.data());
-    benchmark::ClobberMemory();
-  }
-  report(state, seq_len);  // bytes counted = bytes read, as for every series
+  pa::bench::baseline_copy(state, state.range(0), kv_bytes(static_cast<int>(state.range(0))));
 }
 
 // 1k .. 64k tokens, doubling: 64k tokens are 128 MiB of K+V, far past the last-level cache.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "flash_decoding.hpp"
+#include "pa/bench.hpp"
 #include "pa/testing.hpp"
 
 namespace pa::flash_decoding {
@@ -97,45 +98,15 @@ void BM_PartitionedTwoThreads(benchmark::State& state) {
 // ---- the memory baselines: the same K+V bytes, summed and copied ----------------------------
 
 void BM_BaselineRead(benchmark::State& state) {
-  const std::int64_t tokens = state.range(0);
-  const Vec buffer = Vec::Ones(kv_bytes(tokens) / static_cast<std::int64_t>(sizeof(double)));
-  for (auto _ : state) {
-    double sum = buffer.sum();  // one streaming read of every byte
-    benchmark::DoNotOptimize(sum);
-  }
-  state.counters["tokens"] = static_cast<double>(tokens);
-  state.SetBytesProcessed(state.iterations() * kv_bytes(tokens));
+  pa::bench::baseline_read(state, state.range(0), kv_bytes(state.range(0)));
 }
-
 void BM_BaselineReadTwoThreads(benchmark::State& state) {
-  // The same read split in two halves, one per std::thread: what two cores can pull from memory
-  // together. Its ratio to BM_BaselineRead bounds the speed-up any 2-thread split can reach on a
-  // read-bound pass (on many machines one core alone nearly saturates the memory system).
-  const std::int64_t tokens = state.range(0);
-  const Vec buffer = Vec::Ones(kv_bytes(tokens) / static_cast<std::int64_t>(sizeof(double)));
-  const Eigen::Index half = buffer.size() / 2;
-  for (auto _ : state) {
-    double first = 0.0;
-    std::thread helper([&] { first = buffer.head(half).sum(); });
-    const double second = buffer.tail(buffer.size() - half).sum();
-    helper.join();
-    benchmark::DoNotOptimize(first + second);
-  }
-  state.counters["tokens"] = static_cast<double>(tokens);
-  state.SetBytesProcessed(state.iterations() * kv_bytes(tokens));
+  // Its ratio to BM_BaselineRead bounds the speed-up a 2-thread split of this read-bound pass
+  // can reach (on many machines one core alone nearly saturates the memory system).
+  pa::bench::baseline_read_two_threads(state, state.range(0), kv_bytes(state.range(0)));
 }
-
 void BM_BaselineCopy(benchmark::State& state) {
-  const std::int64_t tokens = state.range(0);
-  const Vec source = Vec::Ones(kv_bytes(tokens) / static_cast<std::int64_t>(sizeof(double)));
-  Vec target = Vec::Zero(source.size());  // written once here, so no page faults are timed
-  for (auto _ : state) {
-    std::memcpy(target.data(), source.data(), static_cast<size_t>(kv_bytes(tokens)));
-    benchmark::DoNotOptimize(target.data());
-    benchmark::ClobberMemory();
-  }
-  state.counters["tokens"] = static_cast<double>(tokens);
-  state.SetBytesProcessed(state.iterations() * kv_bytes(tokens));  // bytes read, as the others
+  pa::bench::baseline_copy(state, state.range(0), kv_bytes(state.range(0)));
 }
 
 // ---- cascade attention: a prefix shared by every request is read once -----------------------
