@@ -52,6 +52,14 @@ def native_flags() -> str:
     return "-march=native -Wno-maybe-uninitialized" if probe.returncode == 0 else ""
 
 
+def gpu_present() -> bool:
+    """Whether nvidia-smi lists a GPU on this machine."""
+    if shutil.which("nvidia-smi") is None:
+        return False
+    done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return done.returncode == 0 and "GPU" in done.stdout
+
+
 def series_of(name: str) -> str:
     return name.split("/")[0]
 
@@ -242,7 +250,9 @@ def main(args) -> int:
     # files disagree on Eigen's vector width or alignment.
     build = ROOT / "build" / f"bench-{impl}"
     flags = native_flags()
-    labcore.configure(build, {"LAB_IMPL": impl, "PA_BENCHMARKS": "ON", "CMAKE_CXX_FLAGS": flags,
+    # The GPU benchmarks run only where there is a GPU; elsewhere nvcc's long build buys nothing.
+    options = {} if os.environ.get("PA_CUDA") else {"PA_CUDA": "ON" if gpu_present() else "OFF"}
+    labcore.configure(build, {**options, "LAB_IMPL": impl, "PA_BENCHMARKS": "ON", "CMAKE_CXX_FLAGS": flags,
                               "CMAKE_CUDA_FLAGS": f"-Xcompiler={flags.replace(' ', ',')}"
                               if flags else ""})
     OUT.mkdir(parents=True, exist_ok=True)

@@ -127,7 +127,9 @@ def build_env() -> dict:
 def configure(build: Path, options: dict[str, str], root: Path = ROOT, quiet: bool = False) -> None:
     """Configures (or re-configures) `build` from the tree at `root` with the -D `options`;
     every lab is built (PA_LABS empty) unless `options` says otherwise."""
-    defs = [f"-D{k}={v}" for k, v in {"PA_LABS": "", **options}.items()]
+    # PA_CUDA=OFF in the environment leaves nvcc out (a machine, or a CI step, without a GPU).
+    cuda = {"PA_CUDA": os.environ["PA_CUDA"]} if os.environ.get("PA_CUDA") else {}
+    defs = [f"-D{k}={v}" for k, v in {"PA_LABS": "", **cuda, **options}.items()]
     if (build / "CMakeCache.txt").exists():
         cmd = ["cmake", "-B", str(build), *defs]
     else:
