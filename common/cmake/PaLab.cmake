@@ -8,7 +8,7 @@
 #
 # SIMT marks a lab whose implementation file is CUDA C++ (it includes "simt/cuda.hpp"). That file
 # is always compiled as C++ against the SIMT emulator (pa_simt). When the top level found a CUDA
-# compiler (CMAKE_CUDA_COMPILER) it is compiled a second time, as CUDA for sm_80 and sm_90,
+# compiler (PA_CUDA_BACKEND) it is compiled a second time, as CUDA for sm_80 and sm_90,
 # through a generated .cu that #includes it; the executable then gets PA_HAVE_CUDA_BACKEND=1 and
 # the CUDA runtime, and its tests run on both backends (on CUDA only where a device is present).
 #
@@ -105,7 +105,9 @@ function(_pa_add_simt_backends target impl)
   target_link_libraries(${target} PRIVATE pa_simt)
   # `#pragma unroll` speaks to nvcc; the host compilers would warn about every one of them.
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-unknown-pragmas>)
-  if(NOT CMAKE_CUDA_COMPILER)
+  # Not CMAKE_CUDA_COMPILER: it stays in the cache when a build folder is re-configured with
+  # PA_CUDA=OFF, while the CUDA language and toolkit are then not set up.
+  if(NOT PA_CUDA_BACKEND)
     return()
   endif()
   set(cu "${CMAKE_CURRENT_BINARY_DIR}/${target}_cuda_backend.cu")
