@@ -118,9 +118,8 @@ def run_mutants(mutants: list[Mutant], build: Path) -> None:
         for name in labcore.list_gtests(exe):
             if not labcore.is_checks(labcore.test_key(name)):
                 jobs.append((m, exe, name))
-    env_timeout = MUTANT_TEST_TIMEOUT
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        outcomes = pool.map(lambda job: labcore.run_gtest_one(job[1], job[2], env_timeout), jobs)
+        outcomes = pool.map(lambda job: labcore.run_gtest_one(job[1], job[2], MUTANT_TEST_TIMEOUT), jobs)
         for (m, _, name), result in zip(jobs, outcomes):
             m.results[name] = result
     for m in mutants:

@@ -34,10 +34,6 @@ def build_dir_for(impl: str, root: Path = ROOT) -> Path:
     return root / "build" / impl
 
 
-def default_impl(root: Path = ROOT) -> str:
-    return "solution" if labcore.has_solutions(root) else "starter"
-
-
 # ---- grade ----------------------------------------------------------------------------------
 
 def cmd_grade(args) -> int:

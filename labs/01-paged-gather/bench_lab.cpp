@@ -11,8 +11,6 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
-#include <cstring>
-#include <exception>
 #include <map>
 #include <memory>
 #include <string>

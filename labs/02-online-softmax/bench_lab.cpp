@@ -14,8 +14,6 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
-#include <cstring>
-#include <exception>
 #include <map>
 #include <memory>
 #include <string>

@@ -12,10 +12,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <exception>
-#include <string>
-#include <thread>
 #include <vector>
 
 #include "flash_decoding.hpp"
@@ -55,28 +51,16 @@ Problem make_problem(int tokens, std::uint64_t seed) {
           rng.normal(tokens, kHeadSize)};
 }
 
-/// Skips `state` and returns false unless `got` matches `expected` within kBenchTol.
-bool answer_is_right(benchmark::State& state, const Vec& expected, const Vec& got,
-                     const std::string& what) {
-  const ::testing::AssertionResult close = pa::testing::AllClose(expected, got, kBenchTol);
-  if (close) return true;
-  state.SkipWithError(("wrong answer: " + what + ": " + close.message()).c_str());
-  return false;
-}
-
 // ---- partitioned_attention on one and two threads -------------------------------------------
 
 void run_partitioned(benchmark::State& state, int num_threads) {
   const int tokens = static_cast<int>(state.range(0));
   const Problem p = make_problem(tokens, 3000 + tokens);
-  try {
-    const Vec out = partitioned_attention(p.q, p.K, p.V, kBenchPartitions, num_threads);  // [dv]
-    if (!answer_is_right(state, pa::testing::reference_attention(p.q, p.K, p.V), out,
-                         "partitioned_attention")) {
-      return;
-    }
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());  // the starter's "not implemented yet: ..."
+  if (!pa::bench::answer_is_right(state, [&] {
+        return pa::testing::AllClose(
+            pa::testing::reference_attention(p.q, p.K, p.V),
+            partitioned_attention(p.q, p.K, p.V, kBenchPartitions, num_threads), kBenchTol);
+      })) {
     return;
   }
   for (auto _ : state) {
@@ -84,8 +68,7 @@ void run_partitioned(benchmark::State& state, int num_threads) {
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
-  state.counters["tokens"] = tokens;
-  state.SetBytesProcessed(state.iterations() * kv_bytes(tokens));
+  pa::bench::report(state, tokens, kv_bytes(tokens));
 }
 
 void BM_PartitionedOneThread(benchmark::State& state) {
@@ -180,18 +163,14 @@ void run_cascade(benchmark::State& state, bool shared) {
   const int prefix_tokens = static_cast<int>(state.range(0));
   const SharedPrefixBatch b = make_batch(prefix_tokens);
   const auto attend = shared ? cascade_attention : dense_attention;
-  try {
-    const Mat out = attend(b);  // [r, dv]
-    for (int r = 0; r < kCascadeRequests; ++r) {
-      const Vec truth =
-          pa::testing::reference_attention(b.queries.row(r).transpose(), b.full_K[r], b.full_V[r]);
-      if (!answer_is_right(state, truth, Vec(out.row(r).transpose()),
-                           "request " + std::to_string(r))) {
-        return;
-      }
-    }
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());  // the starter's "not implemented yet: ..."
+  Mat truth(kCascadeRequests, kHeadSize);  // [r, dv] the float64 reference, request by request
+  for (int r = 0; r < kCascadeRequests; ++r) {
+    truth.row(r) = pa::testing::reference_attention(b.queries.row(r).transpose(), b.full_K[r],
+                                                    b.full_V[r])
+                       .transpose();
+  }
+  if (!pa::bench::answer_is_right(
+          state, [&] { return pa::testing::AllClose(truth, attend(b), kBenchTol); })) {
     return;
   }
   for (auto _ : state) {
@@ -204,8 +183,7 @@ void run_cascade(benchmark::State& state, bool shared) {
   const std::int64_t key_rows = shared ? prefix_tokens + kCascadeRequests * kSuffixTokens
                                        : kCascadeRequests * (prefix_tokens + kSuffixTokens);
   state.counters["key_rows"] = static_cast<double>(key_rows);
-  state.counters["tokens"] = prefix_tokens + kSuffixTokens;
-  state.SetBytesProcessed(state.iterations() * kv_bytes(key_rows));
+  pa::bench::report(state, prefix_tokens + kSuffixTokens, kv_bytes(key_rows));
 }
 
 void BM_CascadeShared(benchmark::State& state) {
