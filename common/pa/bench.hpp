@@ -87,4 +87,37 @@ inline void baseline_copy(benchmark::State& state, std::int64_t tokens, std::int
   report(state, tokens, kv_bytes);
 }
 
+/// [gpu_series]
+/// Times one GPU series against the read roofline in the same run: each iteration times the
+/// kernel (`timed_kernel()`, seconds, the manual time Google Benchmark reports) and then the
+/// roofline over the same bytes (`timed_roofline()`), both flushed and timed alike. Afterwards
+/// `check_after()` re-checks the answer ("" when right: a kernel that breaks under repetition
+/// fails here), and the counter `roofline_pct` = roofline time / kernel time is set. A figure
+/// above 100 % fails the benchmark: no kernel can read its bytes faster than a kernel that only
+/// reads them, so such a figure means skipped bytes or a broken timer, not a record.
+template <class TimedKernel, class TimedRoofline, class CheckAfter>
+void time_against_roofline(benchmark::State& state, TimedKernel&& timed_kernel,
+                           TimedRoofline&& timed_roofline, CheckAfter&& check_after) {
+  double kernel_seconds = 0.0, roofline_seconds = 0.0;
+  for (auto _ : state) {
+    const double t = timed_kernel();
+    state.SetIterationTime(t);
+    kernel_seconds += t;
+    roofline_seconds += timed_roofline();  // outside the manual time: not counted
+  }
+  if (const std::string error = check_after(); !error.empty()) {
+    state.SkipWithError(("after timing: " + error).c_str());
+    return;
+  }
+  const double pct = kernel_seconds > 0 ? 100.0 * roofline_seconds / kernel_seconds : 0.0;
+  state.counters["roofline_pct"] = pct;
+  if (pct > 100.0) {
+    state.SkipWithError(("impossible: " + std::to_string(pct) +
+                         " % of the same-run read roofline; the kernel skips bytes it must read, "
+                         "or the timing is wrong")
+                            .c_str());
+  }
+}
+/// [gpu_series]
+
 }  // namespace pa::bench

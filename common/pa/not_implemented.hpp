@@ -16,8 +16,13 @@ class NotImplemented : public std::logic_error {
  public:
   explicit NotImplemented(std::string_view function,
                           std::source_location where = std::source_location::current())
+      : NotImplemented(function, std::string_view(where.file_name())) {}
+
+  /// The same, for a function whose body lives in `file` (e.g. a kernel, which cannot throw:
+  /// its launcher throws for it and names the file that holds it).
+  NotImplemented(std::string_view function, std::string_view file)
       : std::logic_error("not implemented yet: " + std::string(function) + " — fill it in at " +
-                         repo_relative(where.file_name())) {}
+                         repo_relative(file)) {}
 
   /// The part of `path` from its last "labs/" (or "solutions/") on, so the message is the same
   /// on every machine, wherever the repository was cloned.

@@ -6,12 +6,15 @@
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace pa::testing {
 namespace {
 
-std::string where(const Eigen::MatrixXd& m, Eigen::Index r, Eigen::Index c) {
+/// "[r]" for a vector, "[r, c]" for a matrix, or what `labels.where` says.
+std::string where(const Labels& labels, const Eigen::MatrixXd& m, Eigen::Index r, Eigen::Index c) {
+  if (labels.where) return labels.where(r, c);
   std::ostringstream out;
   if (m.cols() == 1) {
     out << "[" << r << "]";
@@ -21,14 +24,23 @@ std::string where(const Eigen::MatrixXd& m, Eigen::Index r, Eigen::Index c) {
   return out.str();
 }
 
+/// A tolerance as a person writes it: 1e-12, not 9.9999999999999998e-13.
+std::string short_number(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
 }  // namespace
 
 ::testing::AssertionResult AllCloseImpl(const Eigen::MatrixXd& expected,
-                                        const Eigen::MatrixXd& actual, double atol, double rtol) {
+                                        const Eigen::MatrixXd& actual, double atol, double rtol,
+                                        const Labels& labels) {
   if (expected.rows() != actual.rows() || expected.cols() != actual.cols()) {
     return ::testing::AssertionFailure()
-           << "shape mismatch: expected [" << expected.rows() << ", " << expected.cols()
-           << "], actual [" << actual.rows() << ", " << actual.cols() << "]";
+           << "shape mismatch: " << labels.expected << " [" << expected.rows() << ", "
+           << expected.cols() << "], " << labels.actual << " [" << actual.rows() << ", "
+           << actual.cols() << "]";
   }
   double worst_excess = -1.0;
   Eigen::Index worst_r = 0, worst_c = 0;
@@ -36,9 +48,11 @@ std::string where(const Eigen::MatrixXd& m, Eigen::Index r, Eigen::Index c) {
     for (Eigen::Index c = 0; c < actual.cols(); ++c) {
       const double a = actual(r, c), e = expected(r, c);
       if (!std::isfinite(a)) {
-        return ::testing::AssertionFailure()
-               << "actual" << where(actual, r, c) << " = " << a
-               << " is not finite (expected " << e << ")";
+        std::ostringstream msg;
+        msg.precision(17);
+        msg << labels.actual << " holds " << a << " at " << where(labels, actual, r, c) << " ("
+            << labels.expected << " " << e << ")";
+        return ::testing::AssertionFailure() << msg.str();
       }
       const double tol = atol + rtol * std::abs(e);
       const double excess = std::abs(a - e) - tol;
@@ -54,27 +68,44 @@ std::string where(const Eigen::MatrixXd& m, Eigen::Index r, Eigen::Index c) {
   const double tol = atol + rtol * std::abs(e);
   std::ostringstream msg;
   msg.precision(17);
-  msg << "worst element " << where(actual, worst_r, worst_c) << ": expected " << e
-      << ", actual " << a << ", |diff| " << std::abs(a - e) << ", tolerance " << tol
-      << " (atol " << atol << ", rtol " << rtol << ")";
+  msg << "worst element " << where(labels, actual, worst_r, worst_c) << ": " << labels.expected
+      << " " << e << ", " << labels.actual << " " << a << ", |diff| " << std::abs(a - e)
+      << ", tolerance " << short_number(tol) << " (atol " << short_number(atol) << ", rtol "
+      << short_number(rtol) << ")";
   if (actual.size() == 0 || std::abs(a - e) <= tol) {
     return ::testing::AssertionSuccess() << msg.str();
   }
   return ::testing::AssertionFailure() << msg.str();
 }
 
-::testing::AssertionResult BitIdenticalImpl(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+::testing::AssertionResult BitIdenticalImpl(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b,
+                                            const Labels& labels) {
   if (a.rows() != b.rows() || a.cols() != b.cols()) {
-    return ::testing::AssertionFailure() << "shape mismatch: [" << a.rows() << ", " << a.cols()
-                                         << "] vs [" << b.rows() << ", " << b.cols() << "]";
+    return ::testing::AssertionFailure()
+           << "shape mismatch: " << labels.expected << " [" << a.rows() << ", " << a.cols()
+           << "] vs " << labels.actual << " [" << b.rows() << ", " << b.cols() << "]";
+  }
+  for (const auto& [m, name] :
+       {std::pair<const Eigen::MatrixXd&, const std::string&>{a, labels.expected},
+        {b, labels.actual}}) {
+    for (Eigen::Index r = 0; r < m.rows(); ++r) {
+      for (Eigen::Index c = 0; c < m.cols(); ++c) {
+        if (!std::isfinite(m(r, c))) {
+          return ::testing::AssertionFailure()
+                 << name << " holds " << m(r, c) << " at " << where(labels, m, r, c)
+                 << " (first non-finite element)";
+        }
+      }
+    }
   }
   for (Eigen::Index r = 0; r < a.rows(); ++r) {
     for (Eigen::Index c = 0; c < a.cols(); ++c) {
       const double x = a(r, c), y = b(r, c);
-      if (!std::isfinite(x) || !std::isfinite(y) || std::memcmp(&x, &y, sizeof x) != 0) {
+      if (std::memcmp(&x, &y, sizeof x) != 0) {
         std::ostringstream msg;
         msg.precision(17);
-        msg << "first difference at " << where(a, r, c) << ": " << x << " vs " << y;
+        msg << "first difference at " << where(labels, a, r, c) << ": " << labels.expected << " "
+            << x << " vs " << labels.actual << " " << y;
         return ::testing::AssertionFailure() << msg.str();
       }
     }
@@ -135,8 +166,8 @@ Mat reference_attention_heads(const Mat& q, const Mat& K, const Mat& V) {
   return out;
 }
 
-::testing::AssertionResult ThrowsInvalidArgument(const std::function<void()>& call,
-                                                 std::initializer_list<std::string_view> fragments) {
+::testing::AssertionResult ThrowsInvalidArgument(
+    const std::function<void()>& call, std::initializer_list<std::string_view> fragments) {
   try {
     call();
   } catch (const std::invalid_argument& e) {
@@ -162,11 +193,14 @@ Eigen::Index slot_of(const IVec& block_table, int t, int block_size) {
 Mat paged_cache(const Mat& rows, const IVec& block_table, int block_size, int num_blocks,
                 double poison) {
   Mat cache = Mat::Constant(Eigen::Index{num_blocks} * block_size, rows.cols(), poison);
-  for (int t = 0; t < rows.rows(); ++t) cache.row(slot_of(block_table, t, block_size)) = rows.row(t);
+  for (int t = 0; t < rows.rows(); ++t)
+    cache.row(slot_of(block_table, t, block_size)) = rows.row(t);
   return cache;
 }
 
-void poison(Mat& m, double value) { m.setConstant(value); }
+void poison(Mat& m, double value) {
+  m.setConstant(value);
+}
 
 void poison_rows(Mat& m, Eigen::Index first, Eigen::Index count, double value) {
   m.middleRows(first, count).setConstant(value);
@@ -194,6 +228,8 @@ IVec Rng::permutation(int n) {
   return p;
 }
 
-IVec Rng::distinct_ids(int count, int n) { return permutation(n).head(count); }
+IVec Rng::distinct_ids(int count, int n) {
+  return permutation(n).head(count);
+}
 
 }  // namespace pa::testing

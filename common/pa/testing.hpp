@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <string>
 #include <string_view>
 #include <limits>
 #include <random>
@@ -25,31 +26,44 @@ inline constexpr double kPoison = std::numeric_limits<double>::quiet_NaN();
 inline constexpr double kHugePoison = 1e6;
 /// [poison]
 
+/// How a failure message names an element and the two sides of a comparison: by default
+/// "[r, c]", "expected" and "actual"; a lab's tests can say "sequence 1, head 3, dimension 62"
+/// and "reference" / "one-shot run".
+struct Labels {
+  std::function<std::string(Eigen::Index, Eigen::Index)> where;  // empty: "[r, c]"
+  std::string expected = "expected";
+  std::string actual = "actual";
+};
+
 /// [all_close]
 /// Passes when `actual` has the shape of `expected`, holds no NaN/Inf, and every element
 /// satisfies |actual - expected| <= atol + rtol * |expected|; otherwise the message names the
 /// worst element (index, expected, actual, difference, tolerance) or the first non-finite one.
 ::testing::AssertionResult AllCloseImpl(const Eigen::MatrixXd& expected,
-                                        const Eigen::MatrixXd& actual, double atol, double rtol);
+                                        const Eigen::MatrixXd& actual, double atol, double rtol,
+                                        const Labels& labels = {});
 
 /// AllCloseImpl for any two Eigen expressions (vectors, row-major matrices, blocks).
 template <class A, class B>
 ::testing::AssertionResult AllClose(const Eigen::DenseBase<A>& expected,
                                     const Eigen::DenseBase<B>& actual, double atol,
-                                    double rtol = 0.0) {
+                                    double rtol = 0.0, const Labels& labels = {}) {
   return AllCloseImpl(expected.derived().template cast<double>(),
-                      actual.derived().template cast<double>(), atol, rtol);
+                      actual.derived().template cast<double>(), atol, rtol, labels);
 }
 /// [all_close]
 
-/// Passes when both have the same shape and every element has the same bits (NaN fails).
-::testing::AssertionResult BitIdenticalImpl(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b);
+/// Passes when both have the same shape and every element has the same bits; a NaN or Inf on
+/// either side fails as such ("<side> holds NaN at ..."), before any comparison.
+::testing::AssertionResult BitIdenticalImpl(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b,
+                                            const Labels& labels = {});
 
-/// BitIdenticalImpl for any two Eigen expressions.
+/// BitIdenticalImpl for any two Eigen expressions (labels.expected names a, labels.actual b).
 template <class A, class B>
 ::testing::AssertionResult BitIdentical(const Eigen::DenseBase<A>& a,
-                                        const Eigen::DenseBase<B>& b) {
-  return BitIdenticalImpl(a.derived().template cast<double>(), b.derived().template cast<double>());
+                                        const Eigen::DenseBase<B>& b, const Labels& labels = {}) {
+  return BitIdenticalImpl(a.derived().template cast<double>(), b.derived().template cast<double>(),
+                          labels);
 }
 
 /// [far_from_uniform]

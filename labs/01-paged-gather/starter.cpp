@@ -6,6 +6,8 @@
 // the `throw`. Read the chapter (README.md) first: it derives every formula used here.
 #include "paged_gather.hpp"
 
+#include "given/checks.hpp"
+
 #include <cmath>
 
 #include "pa/not_implemented.hpp"

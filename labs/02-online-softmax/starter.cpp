@@ -7,6 +7,8 @@
 // the `throw`. Read the chapter (README.md) first: it derives the recurrence used here.
 #include "online_softmax.hpp"
 
+#include "given/checks.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>

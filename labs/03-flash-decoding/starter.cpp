@@ -6,6 +6,8 @@
 // the `throw`. Read the chapter (README.md) first: it derives the merge formulas used here.
 #include "flash_decoding.hpp"
 
+#include "given/checks.hpp"
+
 #include <cmath>
 #include <limits>
 #include <thread>

@@ -8,6 +8,8 @@
 // the tests use.
 #include "varlen_batch.hpp"
 
+#include "given/checks.hpp"
+
 #include <cmath>
 #include <limits>
 

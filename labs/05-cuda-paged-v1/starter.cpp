@@ -1,86 +1,21 @@
-// Lab 05 — vLLM's paged_attention_v1 and reshape_and_cache. Your file: fill in the two kernel
-// bodies, reshape_and_cache_kernel first, then paged_attention_v1_kernel step by step.
+// Lab 05 — vLLM's paged_attention_v1 and reshape_and_cache. Your file: the two kernel bodies,
+// reshape_and_cache_kernel first, then paged_attention_v1_kernel step by step; the chapter's
+// sections follow the TODO steps one for one.
 //
-//   tools/lab grade 05                                     # build the starters and grade this lab
-//   ctest --preset starter -L lab05                        # the same, by hand
-//   SIMT_SCHEDULE=reverse ctest --preset starter -L lab05  # emulated threads in reverse order
+//   tools/lab watch 05     # rebuild and grade on every save
+//   tools/lab grade 05     # the same, once
 //
-// This file is CUDA C++ and is compiled twice: by nvcc for the GPU backend (when CMake finds a
-// CUDA compiler) and by the host compiler against the SIMT emulator (always), so every test runs
-// on your laptop. Only the two kernel bodies are yours. The rest is given, lives in two headers
-// next to this file and is shared with the reference solution — read them, do not edit them:
-//
-//   kernel_support.cuh  (included at the top)     Vec<T, N>, to_float / from_float, dot,
-//                       ceil_div / imax / imin, WARP_SIZE, FULL_MASK
-//   launchers.cuh       (included at the bottom)  host tensors -> device buffers -> kernel ->
-//                       host tensors: the dtype / head size / block size dispatch, the
-//                       shared-memory sizing and opt-in, the launch and the copy back
-//
-// One given piece stays here because only this file needs it: PA_TODO_KERNEL, the flag by
-// which an empty kernel tells the launcher "not implemented yet".
-//
-// Read the chapter (README.md) first; its sections follow the TODO steps below one for one.
-
+// CUDA C++. The given launchers (given/launchers.cpp) #include this file and are compiled
+// twice: against the SIMT emulator (always, so every test runs on your laptop) and by nvcc
+// when CMake finds it. given/kernel_support.cuh has Vec<T, N>, to_float / from_float, dot,
+// ceil_div / imax / imin, WARP_SIZE, FULL_MASK and PA_TODO_KERNEL.
 #include <cfloat>
 #include <cstdint>
-#include <stdexcept>
-#include <utility>
 
-#include "kernel_support.cuh"  // given: vector types and index helpers
-#include "pa/not_implemented.hpp"
-
-// The skeletons name parameters and variables before you use them; silence those warnings
-// while the bodies are empty (delete this block once both kernels are written).
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wunused-variable"
-#pragma GCC diagnostic ignored "-Wunused-local-typedefs"
-#if defined(__CUDACC__)
-#pragma nv_diag_suppress 177  // nvcc: "variable was declared but never referenced"
-#endif
+#include "given/kernel_support.cuh"
 
 namespace pa::cuda_v1::SIMT_BACKEND {
 namespace {
-
-// =============================================================================================
-// Given, in kernel_support.cuh (do not edit): the helpers the kernels below use
-// =============================================================================================
-// Vec<T, N> is N elements loaded as one 16-byte transaction; to_float / from_float convert
-// float, __half and __nv_bfloat16; dot(a, b) is a float32 dot product of two Vecs; ceil_div,
-// imax and imin are constexpr; WARP_SIZE is 32 and FULL_MASK names every lane.
-
-// =============================================================================================
-// Given, kept in this file (do not edit): how an unfinished kernel says so
-// =============================================================================================
-/// [todo_flag]
-// A kernel cannot throw. Each skeleton below starts with PA_TODO_KERNEL(...): thread 0 of every
-// block raises this device-side flag and all threads return at once. After each launch the
-// launcher (launchers.cuh) calls throw_if_todo, which reads the flag back (cudaMemcpyFromSymbol
-// on a GPU, a plain read on the emulator) and throws pa::NotImplemented on the host. Delete the
-// PA_TODO_KERNEL line when you fill a body.
-enum TodoKernel : int { kNoTodo = 0, kTodoReshapeAndCache = 1, kTodoPagedAttention = 2 };
-__device__ int g_todo_kernel = kNoTodo;
-
-#define PA_TODO_KERNEL(id)                        \
-  do {                                            \
-    if (threadIdx.x == 0) g_todo_kernel = (id);   \
-    return;                                       \
-  } while (0)
-
-/// Throws pa::NotImplemented naming `kernel` if a skeleton ran since the last call.
-void throw_if_todo(const char* kernel) {
-  int flag = kNoTodo;
-#if defined(__CUDACC__)
-  const int reset = kNoTodo;
-  if (cudaMemcpyFromSymbol(&flag, g_todo_kernel, sizeof flag) != cudaSuccess ||
-      cudaMemcpyToSymbol(g_todo_kernel, &reset, sizeof reset) != cudaSuccess) {
-    throw std::runtime_error("throw_if_todo: cannot read the device flag");
-  }
-#else
-  flag = std::exchange(g_todo_kernel, kNoTodo);
-#endif
-  if (flag != kNoTodo) throw NotImplemented(kernel);
-}
-/// [todo_flag]
 
 // =============================================================================================
 // Kernel 1: reshape_and_cache — scatter this step's K and V into the paged caches
@@ -99,7 +34,7 @@ __global__ void reshape_and_cache_kernel(
     const std::int64_t* __restrict__ slot_mapping,  // [num_tokens]
     const int key_stride, const int value_stride, const int num_kv_heads, const int head_size,
     const int block_size, const int x) {
-  PA_TODO_KERNEL(kTodoReshapeAndCache);  // delete this line when you write the body
+  PA_TODO_KERNEL();  // delete this line when you write the body
 
   // TODO 1. This block's token is blockIdx.x; its slot is slot_mapping[token]. A negative slot
   //         is a padding token: return without writing anything.
@@ -130,7 +65,7 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
     const int* __restrict__ seq_lens,        // [num_seqs]
     const int max_num_blocks_per_seq, const int q_stride, const int kv_block_stride,
     const int kv_head_stride) {
-  PA_TODO_KERNEL(kTodoPagedAttention);  // delete this line when you write the body
+  PA_TODO_KERNEL();  // delete this line when you write the body
 
   // ---- Step 0 (given): the geometry (compile-time) and who this thread is ----------------
   constexpr int THREAD_GROUP_SIZE = imax(WARP_SIZE / BLOCK_SIZE, 1);  // threads per key token
@@ -152,8 +87,9 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
   const int thread_idx = threadIdx.x;
   const int warp_idx = thread_idx / WARP_SIZE;
   const int lane = thread_idx % WARP_SIZE;
-  const int thread_group_idx = thread_idx / THREAD_GROUP_SIZE;     // 0 .. NUM_THREAD_GROUPS-1
+  const int thread_group_idx = thread_idx / THREAD_GROUP_SIZE;  // block-wide, < NUM_THREAD_GROUPS
   const int thread_group_offset = thread_idx % THREAD_GROUP_SIZE;  // rank inside the group
+  const int thread_group_in_warp = lane / THREAD_GROUP_SIZE;  // the row of a cache block it takes
   const int seq_len = seq_lens[seq_idx];
   const int num_seq_blocks = ceil_div(seq_len, BLOCK_SIZE);
   const int* block_table = block_tables + seq_idx * max_num_blocks_per_seq;  // [max_num_blocks]
@@ -170,7 +106,7 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
   // TODO 2. q·k for every token. SIMT_DYNAMIC_SHARED(float, shared_mem); the logits live in it
   //         ([num_seq_blocks * BLOCK_SIZE] floats), and __shared__ float red_smem[2 * NUM_WARPS]
   //         holds the reductions' partials. Warp w takes logical blocks w, w + NUM_WARPS, ...;
-  //         inside a block, thread group lane / THREAD_GROUP_SIZE takes that row (token).
+  //         inside a block, thread group thread_group_in_warp takes that row (token).
   //         Physical block = block_table[logical block]. The group's rank-r thread loads its
   //         vecs j = 0 .. NUM_VECS_PER_THREAD-1: dimensions d = (r + j * THREAD_GROUP_SIZE) *
   //         VEC_SIZE onward, found at key_cache[block, kv_head_idx, d / x, row, d % x].
@@ -218,9 +154,3 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
 
 }  // namespace
 }  // namespace pa::cuda_v1::SIMT_BACKEND
-
-// =============================================================================================
-// Given, in launchers.cuh (do not edit): reshape_and_cache and paged_attention_v1 on the host
-// =============================================================================================
-// Included last because the launchers name the two kernels above.
-#include "launchers.cuh"

@@ -10,18 +10,17 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "paged_attention_v1.hpp"
+#include "pa/kv_layouts.hpp"
 #include "pa/testing.hpp"
+#include "paged_attention_v1.hpp"
 #include "simt/common.hpp"
 
 namespace pa::cuda_v1 {
-
-/// Lets GoogleTest print a Backend parameter by name ("emulator", "cuda").
-void PrintTo(Backend backend, std::ostream* os) { *os << backend_name(backend); }
 
 namespace {
 
@@ -48,248 +47,70 @@ Tolerance tolerance(DType dtype) {
     // float32 all the way: dot products of <= 256 terms, sums over up to ~60k tokens, and the
     // GPU's approximate __expf/__fdividef (a few ulp). Observed error is ~1e-6; 1e-4 keeps a
     // wide margin for the GPU while a wrong weight moves outputs by > 1e-2.
-    case DType::kFloat32: return {1e-4, 1e-4};
+    case DType::kFloat32:
+      return {1e-4, 1e-4};
     // float16 output: rounding to nearest costs up to 2^-11 = 4.9e-4 relative; rtol 1e-3 is two
     // such half-ulps (the float32 error can push a value across a rounding boundary).
-    case DType::kFloat16: return {1e-4, 1e-3};
+    case DType::kFloat16:
+      return {1e-4, 1e-3};
     // bfloat16 output: 8 significant bits, half an ulp is 2^-8 = 3.9e-3 relative; 8e-3 is two.
-    case DType::kBFloat16: return {1e-4, 8e-3};
-    default: return {0.0, 0.0};
+    case DType::kBFloat16:
+      return {1e-4, 8e-3};
+    default:
+      return {0.0, 0.0};
   }
 }
 /// [tolerances]
 
-// ---- Host views of the device layouts (written here independently of the kernels) -------
+// ---- The operands: pa/kv_layouts.hpp writes them in vLLM's V0 layout ----------------------
 
-double load(const Tensor& t, std::int64_t i) {
-  switch (t.dtype()) {
-    case DType::kFloat32: return t.data_as<float>()[i];
-    case DType::kFloat16: return static_cast<float>(t.data_as<Eigen::half>()[i]);
-    case DType::kBFloat16: return static_cast<float>(t.data_as<Eigen::bfloat16>()[i]);
-    case DType::kInt32: return t.data_as<std::int32_t>()[i];
-    case DType::kInt64: return static_cast<double>(t.data_as<std::int64_t>()[i]);
-  }
-  return 0.0;
-}
+using pa::testing::blocks_for;
+using pa::testing::DecodeConfig;
+using pa::testing::DecodeProblem;
+using pa::testing::KvLayout;
+using pa::testing::load;
+using pa::testing::make_decode_problem;
+using pa::testing::round_to;
+using pa::testing::rounded;
+using pa::testing::store;
+using Config = DecodeConfig;
+using Problem = DecodeProblem;
 
-void store(Tensor& t, std::int64_t i, double v) {
-  switch (t.dtype()) {
-    case DType::kFloat32: t.data_as<float>()[i] = static_cast<float>(v); break;
-    case DType::kFloat16: t.data_as<Eigen::half>()[i] = Eigen::half(static_cast<float>(v)); break;
-    case DType::kBFloat16:
-      t.data_as<Eigen::bfloat16>()[i] = Eigen::bfloat16(static_cast<float>(v));
-      break;
-    case DType::kInt32: t.data_as<std::int32_t>()[i] = static_cast<std::int32_t>(v); break;
-    case DType::kInt64: t.data_as<std::int64_t>()[i] = static_cast<std::int64_t>(v); break;
-  }
-}
-
-/// The value `v` becomes once stored as `dtype` (what the kernel will actually see).
-double round_to(DType dtype, double v) {
-  const float f = static_cast<float>(v);
-  switch (dtype) {
-    case DType::kFloat16: return static_cast<float>(Eigen::half(f));
-    case DType::kBFloat16: return static_cast<float>(Eigen::bfloat16(f));
-    default: return f;
-  }
-}
-
-Mat rounded(DType dtype, Mat m) {
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = round_to(dtype, m.data()[i]);
-  return m;
-}
-
-/// Flat index of key_cache[block, head, d / x, row, d % x].
-std::int64_t key_index(const Tensor& key_cache, std::int64_t block, std::int64_t head,
-                       std::int64_t row, std::int64_t d) {
-  const std::int64_t heads = key_cache.size(1), chunks = key_cache.size(2);
-  const std::int64_t rows = key_cache.size(3), x = key_cache.size(4);
-  return (((block * heads + head) * chunks + d / x) * rows + row) * x + d % x;
-}
-
-/// Flat index of value_cache[block, head, d, row].
-std::int64_t value_index(const Tensor& value_cache, std::int64_t block, std::int64_t head,
-                         std::int64_t row, std::int64_t d) {
-  const std::int64_t heads = value_cache.size(1), dims = value_cache.size(2);
-  const std::int64_t rows = value_cache.size(3);
-  return ((block * heads + head) * dims + d) * rows + row;
-}
-
-Tensor nan_key_cache(DType dtype, int num_blocks, int num_kv_heads, int head_size, int block_size) {
-  const int x = x_of(dtype);
-  Tensor t(dtype, {num_blocks, num_kv_heads, head_size / x, block_size, x});
-  t.fill_bytes(0xFF);  // NaN in float32, float16 and bfloat16 alike
-  return t;
-}
-
-Tensor nan_value_cache(DType dtype, int num_blocks, int num_kv_heads, int head_size,
-                       int block_size) {
-  Tensor t(dtype, {num_blocks, num_kv_heads, head_size, block_size});
-  t.fill_bytes(0xFF);
-  return t;
-}
-
-/// Writes token row `k_row`/`v_row` ([num_kv_heads * head_size]) into cache row `row` of `block`.
-void put_token(Tensor& key_cache, Tensor& value_cache, std::int64_t block, std::int64_t row,
-               const Eigen::Ref<const Eigen::RowVectorXd>& k_row,
-               const Eigen::Ref<const Eigen::RowVectorXd>& v_row) {
-  const std::int64_t heads = value_cache.size(1), dims = value_cache.size(2);
-  for (std::int64_t h = 0; h < heads; ++h) {
-    for (std::int64_t d = 0; d < dims; ++d) {
-      store(key_cache, key_index(key_cache, block, h, row, d), k_row[h * dims + d]);
-      store(value_cache, value_index(value_cache, block, h, row, d), v_row[h * dims + d]);
-    }
-  }
-}
-
-// ---- A batch of decode queries over a paged cache ----------------------------------------
-
-struct Config {
-  DType dtype = DType::kFloat16;
-  int head_size = 128;
-  int block_size = 16;
-  int num_heads = 4;
-  int num_kv_heads = 2;
-  std::vector<int> seq_lens = {37};
-  int spare_blocks = 3;  // blocks nobody owns: NaN, and the padding of every block table row
-};
-
-struct Problem {
-  Config cfg;
-  Mat q;                             // [num_seqs * num_heads, head_size], rounded to dtype
-  std::vector<Mat> k, v;             // per sequence: [seq_len, num_kv_heads * head_size]
-  std::vector<std::vector<int>> blocks;  // per sequence: physical block of each logical block
-  int num_blocks = 0;
-  int max_seq_len = 0;
-  Tensor query;         // [num_seqs, num_heads, head_size]
-  Tensor key_cache;     // [num_blocks, num_kv_heads, head_size / x, block_size, x]
-  Tensor value_cache;   // [num_blocks, num_kv_heads, head_size, block_size]
-  Tensor block_tables;  // [num_seqs, max_num_blocks_per_seq] int32
-  Tensor seq_lens;      // [num_seqs] int32
-
-  int num_seqs() const { return static_cast<int>(cfg.seq_lens.size()); }
-  float scale() const { return static_cast<float>(1.0 / std::sqrt(double(cfg.head_size))); }
-};
-
-int blocks_for(int seq_len, int block_size) { return (seq_len + block_size - 1) / block_size; }
-
-/// Writes the caches (NaN everywhere no token lives) and the block tables for the given
-/// placement: sequence s's logical block j lives in physical block blocks[s][j]; every table row
-/// is padded to the widest sequence plus one column with `pad_id` (an all-NaN block).
-void place_at(Problem& p, std::vector<std::vector<int>> blocks, int num_blocks, int pad_id) {
-  const Config& c = p.cfg;
-  p.blocks = std::move(blocks);
-  p.num_blocks = num_blocks;
-  int width = 1;
-  for (const auto& row : p.blocks) width = std::max(width, static_cast<int>(row.size()) + 1);
-  p.key_cache = nan_key_cache(c.dtype, num_blocks, c.num_kv_heads, c.head_size, c.block_size);
-  p.value_cache = nan_value_cache(c.dtype, num_blocks, c.num_kv_heads, c.head_size, c.block_size);
-  p.block_tables = Tensor(DType::kInt32, {p.num_seqs(), width});
-  for (int s = 0; s < p.num_seqs(); ++s) {
-    const auto& row = p.blocks[static_cast<std::size_t>(s)];
-    for (int b = 0; b < width; ++b) {
-      const int id = b < static_cast<int>(row.size()) ? row[static_cast<std::size_t>(b)] : pad_id;
-      p.block_tables.data_as<std::int32_t>()[s * width + b] = id;
-    }
-    for (int t = 0; t < c.seq_lens[static_cast<std::size_t>(s)]; ++t) {
-      put_token(p.key_cache, p.value_cache, row[static_cast<std::size_t>(t / c.block_size)],
-                t % c.block_size, p.k[static_cast<std::size_t>(s)].row(t),
-                p.v[static_cast<std::size_t>(s)].row(t));
-    }
-  }
-}
-
-/// Deals shuffled physical blocks to the sequences (cfg.spare_blocks of them left over, all
-/// NaN) and writes the caches and tables.
-void place(Problem& p, Rng& rng) {
-  const Config& c = p.cfg;
-  int needed = 0;
-  for (int len : c.seq_lens) needed += blocks_for(len, c.block_size);
-  const int num_blocks = needed + c.spare_blocks;
-  const IVec order = rng.permutation(num_blocks);
-  std::vector<std::vector<int>> blocks(c.seq_lens.size());
-  int next = 0;
-  for (std::size_t s = 0; s < c.seq_lens.size(); ++s) {
-    for (int b = 0; b < blocks_for(c.seq_lens[s], c.block_size); ++b) {
-      blocks[s].push_back(order[next++]);
-    }
-  }
-  place_at(p, std::move(blocks), num_blocks, order[needed]);
-}
-
-Problem make_problem(Rng& rng, const Config& c) {
-  Problem p;
-  p.cfg = c;
-  const int num_seqs = static_cast<int>(c.seq_lens.size());
-  const int width = c.num_kv_heads * c.head_size;
-  p.q = rounded(c.dtype, rng.normal(num_seqs * c.num_heads, c.head_size, kLogitSpread));
-  for (int len : c.seq_lens) {
-    p.k.push_back(rounded(c.dtype, rng.normal(len, width)));
-    p.v.push_back(rounded(c.dtype, rng.normal(len, width)));
-  }
-  p.max_seq_len = *std::max_element(c.seq_lens.begin(), c.seq_lens.end());
-  p.query = Tensor(c.dtype, {num_seqs, c.num_heads, c.head_size});
-  for (Eigen::Index i = 0; i < p.q.size(); ++i) store(p.query, i, p.q.data()[i]);
-  p.seq_lens = Tensor(DType::kInt32, {num_seqs});
-  for (int s = 0; s < num_seqs; ++s) p.seq_lens.data_as<std::int32_t>()[s] = c.seq_lens[s];
-  place(p, rng);
-  return p;
-}
-
-/// The float64 truth: [num_seqs * num_heads, head_size]; query head h reads kv head
-/// h / (num_heads / num_kv_heads).
-Mat expected(const Problem& p) {
-  const Config& c = p.cfg;
-  const int group = c.num_heads / c.num_kv_heads;
-  Mat out(p.num_seqs() * c.num_heads, c.head_size);
-  for (int s = 0; s < p.num_seqs(); ++s) {
-    for (int h = 0; h < c.num_heads; ++h) {
-      const Eigen::Index col = Eigen::Index{h / group} * c.head_size;
-      out.row(s * c.num_heads + h) =
-          pa::testing::reference_attention(p.q.row(s * c.num_heads + h).transpose(),
-                                           p.k[s].middleCols(col, c.head_size),
-                                           p.v[s].middleCols(col, c.head_size))
-              .transpose();
-    }
-  }
-  return out;
-}
+constexpr KvLayout kV0 = KvLayout::kV0;
 
 /// Runs the kernel under test: [num_seqs * num_heads, head_size].
 Mat run(Backend backend, const Problem& p) {
   const Config& c = p.cfg;
-  Tensor out(c.dtype, {p.num_seqs(), c.num_heads, c.head_size});
+  Tensor out = p.nan_out();
   paged_attention_v1(backend, out, p.query, p.key_cache, p.value_cache, c.num_kv_heads, p.scale(),
                      p.block_tables, p.seq_lens, c.block_size, p.max_seq_len);
-  Mat m(p.num_seqs() * c.num_heads, c.head_size);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = load(out, i);
-  return m;
+  return pa::testing::to_mat(out, Eigen::Index{p.num_seqs()} * c.num_heads, c.head_size);
 }
 
-/// Asserts on the test's own data that the longest sequence's head-0 softmax is far from
-/// uniform (so near-zero or averaged outputs cannot pass).
-void expect_spread(const Problem& p) {
-  const auto longest = std::max_element(p.cfg.seq_lens.begin(), p.cfg.seq_lens.end()) -
-                       p.cfg.seq_lens.begin();
-  const Mat& k = p.k[static_cast<std::size_t>(longest)];
-  EXPECT_TRUE(FarFromUniform(pa::testing::scores(
-      p.q.row(longest * p.cfg.num_heads).transpose(), k.leftCols(p.cfg.head_size))));
+/// A decode problem in the V0 layout.
+Problem make_problem(Rng& rng, Config c) {
+  c.layout = kV0;
+  return make_decode_problem(rng, c);
 }
 
-std::string describe(const Config& c) {
-  return dtype_name(c.dtype) + " head_size " + std::to_string(c.head_size) + " block_size " +
-         std::to_string(c.block_size) + " heads " + std::to_string(c.num_heads) + "/" +
-         std::to_string(c.num_kv_heads);
+/// Expects `got` within the dtype's tolerance of the float64 reference, naming a failing
+/// element by sequence, head and dimension.
+void expect_close_to_reference(const Problem& p, const Mat& got,
+                               std::optional<double> tolerance_override = std::nullopt) {
+  const Tolerance tol = tolerance(p.cfg.dtype);
+  const double atol = tolerance_override.value_or(tol.atol);
+  const double rtol = tolerance_override.value_or(tol.rtol);
+  EXPECT_TRUE(AllClose(pa::testing::expected_decode(p), got, atol, rtol,
+                       pa::testing::decode_labels(p.cfg.num_heads)));
 }
 
 /// Builds, runs and checks one configuration against the reference.
 void expect_matches_reference(Backend backend, const Config& c, std::uint64_t seed) {
-  SCOPED_TRACE(describe(c));
+  SCOPED_TRACE(pa::testing::describe(c));
   Rng rng(seed);
   const Problem p = make_problem(rng, c);
-  expect_spread(p);
-  const Tolerance tol = tolerance(c.dtype);
-  EXPECT_TRUE(AllClose(expected(p), run(backend, p), tol.atol, tol.rtol));
+  EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+  expect_close_to_reference(p, run(backend, p));
 }
 
 // ---- The fixture: every test once per backend ---------------------------------------------
@@ -310,12 +131,8 @@ class PagedAttentionV1 : public ::testing::TestWithParam<Backend> {
   bool saved_nan_fill_ = false;
 };
 
-std::string backend_test_name(const ::testing::TestParamInfo<Backend>& info) {
-  return info.param == Backend::kCuda ? "Cuda" : "Emulator";
-}
-
-INSTANTIATE_TEST_SUITE_P(, PagedAttentionV1,
-                         ::testing::Values(Backend::kEmulator, Backend::kCuda), backend_test_name);
+INSTANTIATE_TEST_SUITE_P(, PagedAttentionV1, ::testing::Values(Backend::kEmulator, Backend::kCuda),
+                         pa::testing::backend_test_name);
 
 // ---- reshape_and_cache ---------------------------------------------------------------------
 
@@ -328,9 +145,11 @@ void reference_reshape_and_cache(const Tensor& key, const Tensor& value, Tensor&
     for (std::int64_t h = 0; h < heads; ++h) {
       for (std::int64_t d = 0; d < dims; ++d) {
         const std::int64_t src = (static_cast<std::int64_t>(t) * heads + h) * dims + d;
-        store(key_cache, key_index(key_cache, slots[t] / rows, h, slots[t] % rows, d),
+        store(key_cache,
+              pa::testing::key_index(kV0, key_cache, slots[t] / rows, h, slots[t] % rows, d),
               load(key, src));
-        store(value_cache, value_index(value_cache, slots[t] / rows, h, slots[t] % rows, d),
+        store(value_cache,
+              pa::testing::value_index(kV0, value_cache, slots[t] / rows, h, slots[t] % rows, d),
               load(value, src));
       }
     }
@@ -344,9 +163,9 @@ void reference_reshape_and_cache(const Tensor& key, const Tensor& value, Tensor&
     const auto* e = static_cast<const unsigned char*>(expected.data()) + i * elem;
     const auto* a = static_cast<const unsigned char*>(actual.data()) + i * elem;
     if (std::memcmp(e, a, elem) != 0) {
-      return ::testing::AssertionFailure() << "first difference at flat element " << i << " of "
-                                           << expected.shape_string() << ": expected "
-                                           << load(expected, i) << ", got " << load(actual, i);
+      return ::testing::AssertionFailure()
+             << "first difference at flat element " << i << " of " << expected.shape_string()
+             << ": expected " << load(expected, i) << ", got " << load(actual, i);
     }
   }
   return ::testing::AssertionSuccess();
@@ -372,8 +191,10 @@ TEST_P(PagedAttentionV1, ReshapeAndCacheMatchesHostReference) {
       Tensor slot_mapping(DType::kInt64, {num_tokens});
       std::copy(slots.begin(), slots.end(), slot_mapping.data_as<std::int64_t>());
 
-      Tensor key_cache = nan_key_cache(dtype, num_blocks, num_kv_heads, head_size, block_size);
-      Tensor value_cache = nan_value_cache(dtype, num_blocks, num_kv_heads, head_size, block_size);
+      Tensor key_cache =
+          pa::testing::nan_key_cache(kV0, dtype, num_blocks, block_size, num_kv_heads, head_size);
+      Tensor value_cache =
+          pa::testing::nan_value_cache(kV0, dtype, num_blocks, block_size, num_kv_heads, head_size);
       Tensor want_key_cache = key_cache, want_value_cache = value_cache;
       reference_reshape_and_cache(key, value, want_key_cache, want_value_cache, slots);
 
@@ -395,8 +216,8 @@ TEST_P(PagedAttentionV1, ReshapeAndCachePaddingSlotsWriteNothing) {
   Tensor slot_mapping(DType::kInt64, {4});
   const std::int64_t slots[] = {-1, -1, -5, -1};
   std::copy(std::begin(slots), std::end(slots), slot_mapping.data_as<std::int64_t>());
-  Tensor key_cache = nan_key_cache(dtype, 3, 2, 64, 8);
-  Tensor value_cache = nan_value_cache(dtype, 3, 2, 64, 8);
+  Tensor key_cache = pa::testing::nan_key_cache(kV0, dtype, 3, 8, 2, 64);
+  Tensor value_cache = pa::testing::nan_value_cache(kV0, dtype, 3, 8, 2, 64);
   const Tensor key_before = key_cache, value_before = value_cache;
   reshape_and_cache(GetParam(), key, value, key_cache, value_cache, slot_mapping);
   EXPECT_TRUE(SameBytes(key_before, key_cache)) << "key_cache";
@@ -422,8 +243,10 @@ TEST_P(PagedAttentionV1, ReshapeThenAttendIsOneDecodeStep) {
     k[s] = rounded(dtype, rng.normal(prompt[s] + 1, width));
     v[s] = rounded(dtype, rng.normal(prompt[s] + 1, width));
   }
-  Tensor key_cache = nan_key_cache(dtype, num_blocks, num_kv_heads, head_size, block_size);
-  Tensor value_cache = nan_value_cache(dtype, num_blocks, num_kv_heads, head_size, block_size);
+  Tensor key_cache =
+      pa::testing::nan_key_cache(kV0, dtype, num_blocks, block_size, num_kv_heads, head_size);
+  Tensor value_cache =
+      pa::testing::nan_value_cache(kV0, dtype, num_blocks, block_size, num_kv_heads, head_size);
 
   // One reshape_and_cache call per phase: tokens [first[s], last[s]) of both sequences as one
   // flat batch, each sequence followed by a padding token (slot -1) full of 7s.
@@ -453,15 +276,15 @@ TEST_P(PagedAttentionV1, ReshapeThenAttendIsOneDecodeStep) {
     }
     reshape_and_cache(GetParam(), key, value, key_cache, value_cache, slot_mapping);
   };
-  write({0, 0}, prompt);                           // prefill
-  write(prompt, {prompt[0] + 1, prompt[1] + 1});   // the decode step's new token
+  write({0, 0}, prompt);                          // prefill
+  write(prompt, {prompt[0] + 1, prompt[1] + 1});  // the decode step's new token
 
   const Mat q = rounded(dtype, rng.normal(2 * num_heads, head_size, kLogitSpread));
   Tensor query(dtype, {2, num_heads, head_size});
   for (Eigen::Index i = 0; i < q.size(); ++i) store(query, i, q.data()[i]);
   Tensor block_tables(DType::kInt32, {2, 4});
   const std::int32_t table[] = {blocks[0][0], blocks[0][1], blocks[0][2], order[11],
-                                blocks[1][0], blocks[1][1], order[11], order[11]};
+                                blocks[1][0], blocks[1][1], order[11],    order[11]};
   std::copy(std::begin(table), std::end(table), block_tables.data_as<std::int32_t>());
   Tensor seq_lens(DType::kInt32, {2});
   seq_lens.data_as<std::int32_t>()[0] = prompt[0] + 1;
@@ -469,24 +292,17 @@ TEST_P(PagedAttentionV1, ReshapeThenAttendIsOneDecodeStep) {
 
   Tensor out(dtype, {2, num_heads, head_size});
   paged_attention_v1(GetParam(), out, query, key_cache, value_cache, num_kv_heads,
-                     static_cast<float>(1.0 / std::sqrt(double(head_size))), block_tables,
-                     seq_lens, block_size, prompt[0] + 1);
-  Mat want(2 * num_heads, head_size), got(2 * num_heads, head_size);
-  const int group = num_heads / num_kv_heads;
+                     static_cast<float>(1.0 / std::sqrt(double(head_size))), block_tables, seq_lens,
+                     block_size, prompt[0] + 1);
+  Mat want(2 * num_heads, head_size);  // [num_seqs * num_heads, head_size]
   for (int s = 0; s < 2; ++s) {
-    for (int h = 0; h < num_heads; ++h) {
-      const Eigen::Index col = Eigen::Index{h / group} * head_size;
-      want.row(s * num_heads + h) =
-          pa::testing::reference_attention(q.row(s * num_heads + h).transpose(),
-                                           k[s].middleCols(col, head_size),
-                                           v[s].middleCols(col, head_size))
-              .transpose();
-    }
+    want.middleRows(s * num_heads, num_heads) =
+        pa::testing::reference_attention_heads(q.middleRows(s * num_heads, num_heads), k[s], v[s]);
   }
-  for (Eigen::Index i = 0; i < got.size(); ++i) got.data()[i] = load(out, i);
   EXPECT_TRUE(FarFromUniform(pa::testing::scores(q.row(0).transpose(), k[0].leftCols(head_size))));
   const Tolerance tol = tolerance(dtype);
-  EXPECT_TRUE(AllClose(want, got, tol.atol, tol.rtol));
+  EXPECT_TRUE(AllClose(want, pa::testing::to_mat(out, 2 * num_heads, head_size), tol.atol, tol.rtol,
+                       pa::testing::decode_labels(num_heads)));
 }
 /// [test_decode_step]
 
@@ -542,14 +358,13 @@ TEST_P(PagedAttentionV1, RaggedLengthsAroundBlockEdgesAndTheSharedMemoryBound) {
     if (len % c.block_size == 0) continue;
     const int last = p.blocks[static_cast<std::size_t>(s)].back();
     const int first_unused_row = len % c.block_size;
+    ASSERT_TRUE(std::isnan(load(p.value_cache, pa::testing::value_index(kV0, p.value_cache, last, 0,
+                                                                        first_unused_row, 0))));
     ASSERT_TRUE(std::isnan(
-        load(p.value_cache, value_index(p.value_cache, last, 0, first_unused_row, 0))));
-    ASSERT_TRUE(std::isnan(
-        load(p.key_cache, key_index(p.key_cache, last, 0, c.block_size - 1, 0))));
+        load(p.key_cache, pa::testing::key_index(kV0, p.key_cache, last, 0, c.block_size - 1, 0))));
   }
-  expect_spread(p);
-  const Tolerance tol = tolerance(c.dtype);
-  EXPECT_TRUE(AllClose(expected(p), run(GetParam(), p), tol.atol, tol.rtol));
+  EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+  expect_close_to_reference(p, run(GetParam(), p));
 }
 /// [test_ragged]
 
@@ -619,10 +434,9 @@ TEST_P(PagedAttentionV1, SequenceInTheLastBlocksOfTheCache) {
   Rng rng(910);
   Problem p = make_problem(rng, c);
   const int num_blocks = 6;  // blocks 0-2 are NaN padding, 3-5 hold the sequence
-  place_at(p, {{4, 5, 3}}, num_blocks, 0);
-  expect_spread(p);
-  const Tolerance tol = tolerance(c.dtype);
-  EXPECT_TRUE(AllClose(expected(p), run(GetParam(), p), tol.atol, tol.rtol));
+  pa::testing::place_at(p, {{4, 5, 3}}, num_blocks, 0);
+  EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+  expect_close_to_reference(p, run(GetParam(), p));
 }
 
 TEST_P(PagedAttentionV1, LargeLogitsStayFinite) {
@@ -649,7 +463,7 @@ TEST_P(PagedAttentionV1, LargeLogitsStayFinite) {
   // Scores of ~300 carry ~300x the absolute float32 rounding of scores of ~1, and exp() passes
   // that on to the weights; 1e-3 is still far below what a wrong maximum produces.
   constexpr double kLargeLogitTol = 1e-3;
-  EXPECT_TRUE(AllClose(expected(p), run(GetParam(), p), kLargeLogitTol, kLargeLogitTol));
+  expect_close_to_reference(p, run(GetParam(), p), kLargeLogitTol);
 }
 
 TEST_P(PagedAttentionV1, StaleKeysPastTheEndNeverSetTheMax) {
@@ -671,7 +485,7 @@ TEST_P(PagedAttentionV1, StaleKeysPastTheEndNeverSetTheMax) {
   for (int s = 0; s < p.num_seqs(); ++s) {
     const int len = c.seq_lens[static_cast<std::size_t>(s)];
     if (len % c.block_size == 0) continue;  // a full last block has no rows past the end
-    Eigen::RowVectorXd stale_key(width);  // [num_kv_heads * head_size]
+    Eigen::RowVectorXd stale_key(width);    // [num_kv_heads * head_size]
     for (int h = 0; h < c.num_kv_heads; ++h) {
       stale_key.segment(h * c.head_size, c.head_size) =
           kStale * p.q.row(s * c.num_heads + h).array().sign().matrix();
@@ -679,20 +493,19 @@ TEST_P(PagedAttentionV1, StaleKeysPastTheEndNeverSetTheMax) {
     const Eigen::RowVectorXd stale_value = Eigen::RowVectorXd::Constant(width, kStale);
     const int last = p.blocks[static_cast<std::size_t>(s)].back();
     for (int row = len % c.block_size; row < c.block_size; ++row) {
-      put_token(p.key_cache, p.value_cache, last, row, stale_key, stale_value);
+      pa::testing::put_token(kV0, p.key_cache, p.value_cache, last, row, stale_key, stale_value);
     }
     // The data really is what the comment says: a stale logit beats the real maximum by far.
-    const double stale_logit = p.scale() * p.q.row(s * c.num_heads).dot(
-                                               stale_key.head(c.head_size));
+    const double stale_logit =
+        p.scale() * p.q.row(s * c.num_heads).dot(stale_key.head(c.head_size));
     const double real_max =
         pa::testing::scores(p.q.row(s * c.num_heads).transpose(),
                             p.k[static_cast<std::size_t>(s)].leftCols(c.head_size))
             .maxCoeff();
     ASSERT_GT(stale_logit, real_max + 1000.0) << "sequence " << s;
   }
-  expect_spread(p);
-  const Tolerance tol = tolerance(c.dtype);
-  EXPECT_TRUE(AllClose(expected(p), run(GetParam(), p), tol.atol, tol.rtol));
+  EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+  expect_close_to_reference(p, run(GetParam(), p));
 }
 
 // ---- Invariances ---------------------------------------------------------------------------
@@ -709,7 +522,7 @@ TEST_P(PagedAttentionV1, PagingIsInvisibleBitForBit) {
   Problem a = make_problem(rng, c);
   Problem b = a;
   b.cfg.spare_blocks = 11;
-  place(b, rng);
+  pa::testing::place_shuffled(b, rng);
   ASSERT_NE(a.blocks, b.blocks);
   EXPECT_TRUE(BitIdentical(run(GetParam(), a), run(GetParam(), b)));
 }
@@ -739,199 +552,9 @@ TEST_P(PagedAttentionV1, SchedulesAgreeBitForBit) {
   const Mat shuffled = run(GetParam(), p);
   EXPECT_TRUE(BitIdentical(forward, reverse)) << "forward vs reverse";
   EXPECT_TRUE(BitIdentical(forward, shuffled)) << "forward vs random:2024";
-  const Tolerance tol = tolerance(c.dtype);
-  EXPECT_TRUE(AllClose(expected(p), forward, tol.atol, tol.rtol));
+  expect_close_to_reference(p, forward);
 }
 /// [test_invariance]
-
-// ---- The given argument checks (label `checks`: they pass under the starter too) ---------
-
-using pa::testing::ThrowsInvalidArgument;
-
-/// A small valid call to mutate: 2 sequences, 4 heads over 2 kv heads, float16, head 64, block 16.
-struct Call {
-  Tensor out{DType::kFloat16, {2, 4, 64}};
-  Tensor query{DType::kFloat16, {2, 4, 64}};
-  Tensor key_cache{DType::kFloat16, {6, 2, 8, 16, 8}};
-  Tensor value_cache{DType::kFloat16, {6, 2, 64, 16}};
-  int num_kv_heads = 2;
-  Tensor block_tables{DType::kInt32, {2, 3}};
-  Tensor seq_lens{DType::kInt32, {2}};
-  int block_size = 16;
-  int max_seq_len = 40;
-
-  Call() {
-    const std::int32_t table[] = {4, 0, 2, 1, 5, 3};
-    std::copy(std::begin(table), std::end(table), block_tables.data_as<std::int32_t>());
-    seq_lens.data_as<std::int32_t>()[0] = 40;
-    seq_lens.data_as<std::int32_t>()[1] = 3;
-  }
-  void operator()(Backend backend = Backend::kEmulator) {
-    paged_attention_v1(backend, out, query, key_cache, value_cache, num_kv_heads, 0.125f,
-                       block_tables, seq_lens, block_size, max_seq_len);
-  }
-};
-
-TEST(PagedAttentionV1Checks, RejectsOutShapeUnlikeQuery) {
-  Call call;
-  call.out = Tensor(DType::kFloat16, {2, 4, 32});
-  EXPECT_TRUE(ThrowsInvalidArgument(
-      call, {"paged_attention_v1", "out.shape", "[2, 4, 64]", "[2, 4, 32]"}));
-}
-
-TEST(PagedAttentionV1Checks, RejectsCacheDtypeUnlikeQuery) {
-  Call call;
-  call.key_cache = Tensor(DType::kBFloat16, {6, 2, 8, 16, 8});
-  EXPECT_TRUE(ThrowsInvalidArgument(call, {"key_cache.dtype", "float16", "bfloat16"}));
-}
-
-TEST(PagedAttentionV1Checks, RejectsKeyCacheNotSplitByX) {
-  // A key cache laid out like the value cache's transpose ([.., head_size, block_size]) is not
-  // vLLM's: the key cache must end in [head_size / x, block_size, x] with x = 8 for float16.
-  Call call;
-  call.key_cache = Tensor(DType::kFloat16, {6, 2, 64, 16});
-  EXPECT_TRUE(ThrowsInvalidArgument(call, {"key_cache.dim()", "5", "got 4"}));
-  call.key_cache = Tensor(DType::kFloat16, {6, 2, 16, 16, 4});
-  EXPECT_TRUE(ThrowsInvalidArgument(
-      call, {"key_cache.shape", "[6, 2, 8, 16, 8]", "x = 8", "[6, 2, 16, 16, 4]"}));
-}
-
-TEST(PagedAttentionV1Checks, RejectsValueCacheNotTransposed) {
-  Call call;
-  call.value_cache = Tensor(DType::kFloat16, {6, 2, 16, 64});  // [.., block_size, head_size]
-  EXPECT_TRUE(
-      ThrowsInvalidArgument(call, {"value_cache.shape", "[6, 2, 64, 16]", "[6, 2, 16, 64]"}));
-}
-
-TEST(PagedAttentionV1Checks, RejectsInt64BlockTables) {
-  Call call;
-  call.block_tables = Tensor(DType::kInt64, {2, 3});
-  EXPECT_TRUE(
-      ThrowsInvalidArgument(call, {"block_tables.dtype", "int32", "flash-attn", "got int64"}));
-}
-
-TEST(PagedAttentionV1Checks, RejectsUnsupportedHeadSize) {
-  Call call;
-  call.query = Tensor(DType::kFloat16, {2, 4, 72});
-  call.out = call.query;
-  EXPECT_TRUE(ThrowsInvalidArgument(
-      call, {"head_size", "one of {64, 80, 96, 112, 128, 256}", "got 72"}));
-}
-
-TEST(PagedAttentionV1Checks, RejectsUnsupportedBlockSize) {
-  Call call;
-  call.block_size = 4;
-  EXPECT_TRUE(ThrowsInvalidArgument(call, {"block_size", "one of {8, 16, 32}", "got 4"}));
-}
-
-TEST(PagedAttentionV1Checks, RejectsHeadsNotAMultipleOfKvHeads) {
-  Call call;
-  call.query = Tensor(DType::kFloat16, {2, 3, 64});
-  call.out = call.query;
-  EXPECT_TRUE(ThrowsInvalidArgument(call, {"num_heads", "multiple of num_kv_heads = 2", "got 3"}));
-}
-
-TEST(PagedAttentionV1Checks, RejectsZeroSeqLen) {
-  Call call;
-  call.seq_lens.data_as<std::int32_t>()[1] = 0;
-  EXPECT_TRUE(ThrowsInvalidArgument(call, {"seq_lens[1]", "> 0", "got 0"}));
-}
-
-TEST(PagedAttentionV1Checks, RejectsSeqLenBeyondItsBlockTable) {
-  Call call;  // 3 blocks of 16 per row: 48 tokens at most
-  call.seq_lens.data_as<std::int32_t>()[0] = 49;
-  call.max_seq_len = 64;
-  EXPECT_TRUE(ThrowsInvalidArgument(
-      call, {"seq_lens[0]", "<= 48", "block_tables.shape[1] * block_size", "got 49"}));
-}
-
-TEST(PagedAttentionV1Checks, RejectsSeqLenAboveMaxSeqLen) {
-  Call call;
-  call.max_seq_len = 39;
-  EXPECT_TRUE(ThrowsInvalidArgument(call, {"seq_lens[0]", "<= 39", "max_seq_len", "got 40"}));
-}
-
-TEST(PagedAttentionV1Checks, RejectsBlockIdOutsideTheCache) {
-  Call call;
-  call.block_tables.data_as<std::int32_t>()[2] = 6;  // sequence 0 reads 3 blocks; 6 blocks exist
-  EXPECT_TRUE(ThrowsInvalidArgument(call, {"block_tables[0, 2]", "[0, 6)", "got 6"}));
-}
-
-/// A small valid reshape_and_cache call to mutate: 3 tokens, 2 kv heads, float32, head 64.
-struct CacheCall {
-  Tensor key{DType::kFloat32, {3, 2, 64}};
-  Tensor value{DType::kFloat32, {3, 2, 64}};
-  Tensor key_cache{DType::kFloat32, {4, 2, 16, 8, 4}};
-  Tensor value_cache{DType::kFloat32, {4, 2, 64, 8}};
-  Tensor slot_mapping{DType::kInt64, {3}};
-
-  CacheCall() {
-    const std::int64_t slots[] = {5, -1, 31};
-    std::copy(std::begin(slots), std::end(slots), slot_mapping.data_as<std::int64_t>());
-  }
-  void operator()() {
-    reshape_and_cache(Backend::kEmulator, key, value, key_cache, value_cache, slot_mapping);
-  }
-};
-
-TEST(PagedAttentionV1Checks, ReshapeAndCacheRejectsValueUnlikeKey) {
-  CacheCall call;
-  call.value = Tensor(DType::kFloat32, {3, 2, 32});
-  EXPECT_TRUE(ThrowsInvalidArgument(
-      call, {"reshape_and_cache", "value.shape", "[3, 2, 64]", "[3, 2, 32]"}));
-}
-
-TEST(PagedAttentionV1Checks, ReshapeAndCacheRejectsWrongX) {
-  CacheCall call;  // float32 needs x = 4; this cache was laid out for 2-byte elements
-  call.key_cache = Tensor(DType::kFloat32, {4, 2, 8, 8, 8});
-  EXPECT_TRUE(ThrowsInvalidArgument(
-      call, {"key_cache.shape", "[4, 2, 16, 8, 4]", "x = 4", "[4, 2, 8, 8, 8]"}));
-}
-
-TEST(PagedAttentionV1Checks, ReshapeAndCacheRejectsInt32SlotMapping) {
-  CacheCall call;
-  call.slot_mapping = Tensor(DType::kInt32, {3});
-  EXPECT_TRUE(ThrowsInvalidArgument(call, {"slot_mapping.dtype", "int64", "got int32"}));
-}
-
-TEST(PagedAttentionV1Checks, ReshapeAndCacheRejectsSlotPastTheCache) {
-  CacheCall call;
-  call.slot_mapping.data_as<std::int64_t>()[2] = 32;  // 4 blocks of 8 rows: slots 0 .. 31
-  EXPECT_TRUE(ThrowsInvalidArgument(call, {"slot_mapping[2]", "< 32", "got 32"}));
-}
-
-/// [test_context_limit]
-// The context bound depends on the device, so this check runs once per backend.
-class SharedMemoryLimitChecks : public ::testing::TestWithParam<Backend> {
- protected:
-  void SetUp() override {
-    if (GetParam() == Backend::kCuda && !cuda_device_present()) GTEST_SKIP() << "no CUDA device";
-  }
-};
-
-INSTANTIATE_TEST_SUITE_P(, SharedMemoryLimitChecks,
-                         ::testing::Values(Backend::kEmulator, Backend::kCuda), backend_test_name);
-
-TEST_P(SharedMemoryLimitChecks, RejectsAContextLongerThanSharedMemoryHolds) {
-  Call call;
-  const int bound = v1_max_seq_len(GetParam(), DType::kFloat16, 64, 16);
-  ASSERT_GE(bound, 1024) << "fewer than 1024 tokens of context: a 4 KiB device?";
-  call.max_seq_len = bound + 1;
-  EXPECT_TRUE(ThrowsInvalidArgument(
-      [&] { call(GetParam()); },
-      {"paged_attention_v1", "max_seq_len", "<= " + std::to_string(bound), "shared memory",
-       "split-KV", "paged_attention_v2", "got " + std::to_string(bound + 1)}));
-  // Exactly the bound passes the check (the starter's kernel then reports NotImplemented,
-  // which is not this test's business).
-  call.max_seq_len = bound;
-  try {
-    call(GetParam());
-  } catch (const std::invalid_argument& e) {
-    ADD_FAILURE() << "max_seq_len = " << bound << " was rejected: " << e.what();
-  } catch (const std::logic_error&) {
-  }
-}
-/// [test_context_limit]
 
 }  // namespace
 }  // namespace pa::cuda_v1

@@ -3,6 +3,8 @@
 // when LAB_IMPL=solution.
 #include "online_softmax.hpp"
 
+#include "given/checks.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>

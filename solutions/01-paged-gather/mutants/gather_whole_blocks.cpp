@@ -8,6 +8,8 @@
 // solutions/ folder). Built instead of labs/01-paged-gather/starter.cpp when LAB_IMPL=solution.
 #include "paged_gather.hpp"
 
+#include "given/checks.hpp"
+
 #include <cmath>
 
 namespace pa::paged_gather {

@@ -8,6 +8,8 @@
 // solutions/ folder). Built instead of labs/03-flash-decoding/starter.cpp when LAB_IMPL=solution.
 #include "flash_decoding.hpp"
 
+#include "given/checks.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>

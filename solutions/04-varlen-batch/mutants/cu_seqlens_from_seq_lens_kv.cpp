@@ -9,6 +9,8 @@
 // when LAB_IMPL=solution.
 #include "varlen_batch.hpp"
 
+#include "given/checks.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -4,23 +4,13 @@
 // Chapter: \ref lab_05_reductions
 // Caught by: PagedAttentionV1.SchedulesAgreeBitForBit, PagedAttentionV1.EveryHeadAndBlockSizeFloat32, PagedAttentionV1.RaggedLengthsAroundBlockEdgesAndTheSharedMemoryBound, PagedAttentionV1.SequenceInTheLastBlocksOfTheCache
 
-// Lab 05 — vLLM's paged_attention_v1 and reshape_and_cache: the reference solution.
-//
-//   cmake --preset solution && cmake --build --preset solution --target lab05
-//   ctest --preset solution -L lab05                       # emulator (and CUDA if a GPU is there)
-//   SIMT_SCHEDULE=reverse ctest --preset solution -L lab05  # the emulator's warps in reverse order
-//
-// This file is CUDA C++ and is compiled twice: by nvcc into namespace pa::cuda_v1::cuda (the GPU
-// backend, when CMake finds a CUDA compiler) and by the host compiler against the SIMT emulator
-// into pa::cuda_v1::emu (always). simt/cuda.hpp supplies threadIdx, __syncthreads, the warp
-// shuffles and simt::launch on both. It holds the two kernels only, the cache writer and the
-// attention kernel; the given code around them is the starter's, included from the lab room
-// (labs/05-cuda-paged-v1/): kernel_support.cuh at the top (Vec, to_float / from_float, dot,
-// index helpers) and launchers.cuh at the bottom (the host launchers).
+// Lab 05 — vLLM's paged_attention_v1 and reshape_and_cache: the reference solution. The two
+// kernels only; the given launchers (labs/05-cuda-paged-v1/given/launchers.cpp) include this
+// file when the build's LAB_IMPL is `solution`, once per backend (emulator, and nvcc's CUDA).
 #include <cfloat>
 #include <cstdint>
 
-#include "kernel_support.cuh"  // given: vector types and index helpers
+#include "given/kernel_support.cuh"
 
 namespace pa::cuda_v1::SIMT_BACKEND {
 namespace {
@@ -132,8 +122,9 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
   const int thread_idx = threadIdx.x;
   const int warp_idx = thread_idx / WARP_SIZE;
   const int lane = thread_idx % WARP_SIZE;
-  const int thread_group_idx = thread_idx / THREAD_GROUP_SIZE;     // 0 .. NUM_THREAD_GROUPS-1
+  const int thread_group_idx = thread_idx / THREAD_GROUP_SIZE;  // block-wide, < NUM_THREAD_GROUPS
   const int thread_group_offset = thread_idx % THREAD_GROUP_SIZE;  // rank inside the group
+  const int thread_group_in_warp = lane / THREAD_GROUP_SIZE;  // the row of a cache block it takes
   // GQA: num_heads / num_kv_heads consecutive query heads share one kv head.
   const int kv_head_idx = head_idx / (num_heads / num_kv_heads);
 
@@ -160,13 +151,12 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
   __shared__ float red_smem[2 * NUM_WARPS];     // [max partials | sum partials]
 
   float qk_max = -FLT_MAX;  // this thread's running max (meaningful on group rank 0)
-  const int token_in_block = lane / THREAD_GROUP_SIZE;  // this group's row of each cache block
   for (int block_idx = warp_idx; block_idx < num_seq_blocks; block_idx += NUM_WARPS) {
     const std::int64_t physical_block_number = block_table[block_idx];
-    const int token_idx = block_idx * BLOCK_SIZE + token_in_block;
-    // key_cache[physical_block_number, kv_head_idx, :, token_in_block, :]
+    const int token_idx = block_idx * BLOCK_SIZE + thread_group_in_warp;
+    // key_cache[physical_block_number, kv_head_idx, :, thread_group_in_warp, :]
     const scalar_t* k_ptr = k_cache + physical_block_number * kv_block_stride +
-                            kv_head_idx * kv_head_stride + token_in_block * x;
+                            kv_head_idx * kv_head_stride + thread_group_in_warp * x;
     K_vec k_vecs[NUM_VECS_PER_THREAD];
 #pragma unroll
     for (int j = 0; j < NUM_VECS_PER_THREAD; ++j) {
@@ -315,6 +305,3 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
 
 }  // namespace
 }  // namespace pa::cuda_v1::SIMT_BACKEND
-
-// The given launchers, after the kernels they name.
-#include "launchers.cuh"

@@ -1,0 +1,225 @@
+// Timing device work the same way on both backends, for the CUDA labs' benchmarks:
+//   DeviceTimer   a span on the device's clock (CUDA events), or the host's on the emulator
+//   L2Flusher     evicts the GPU's L2 before a timed span, so operands come from DRAM
+//   ReadRoofline  the yardstick: a kernel that only reads the given buffers (16-byte loads,
+//                 an XOR reduction), timed like the kernel it is compared with; what this
+//                 device reads per second when reading is all it does
+//   DeviceCopy    a second yardstick: cudaMemcpy device to device of the same buffers
+// Include after (or instead of) "simt/cuda.hpp"; everything lives in the backend's namespace.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "simt/cuda.hpp"
+
+namespace simt {
+inline namespace SIMT_BACKEND {
+
+#if defined(__CUDACC__)
+/// Times device work on the GPU's clock: an event before the span and one after it. The span
+/// also holds the host's wake-up from the cudaDeviceSynchronize every simt::launch ends with
+/// (a few microseconds; the labs' spans are 100 us and more).
+class DeviceTimer {
+ public:
+  DeviceTimer() {
+    detail::check(cudaEventCreate(&start_), "DeviceTimer: cudaEventCreate");
+    detail::check(cudaEventCreate(&stop_), "DeviceTimer: cudaEventCreate");
+  }
+  ~DeviceTimer() {
+    (void)cudaEventDestroy(start_);  // a destructor must not throw
+    (void)cudaEventDestroy(stop_);
+  }
+  DeviceTimer(const DeviceTimer&) = delete;
+  DeviceTimer& operator=(const DeviceTimer&) = delete;
+
+  /// Marks the start of the span in the stream.
+  void start() { detail::check(cudaEventRecord(start_), "DeviceTimer: cudaEventRecord"); }
+
+  /// Marks the end of the span, waits for it and returns its length in seconds.
+  double stop_seconds() {
+    detail::check(cudaEventRecord(stop_), "DeviceTimer: cudaEventRecord");
+    detail::check(cudaEventSynchronize(stop_), "DeviceTimer: cudaEventSynchronize");
+    float ms = 0.f;
+    detail::check(cudaEventElapsedTime(&ms, start_, stop_), "DeviceTimer: cudaEventElapsedTime");
+    return static_cast<double>(ms) * 1e-3;
+  }
+
+ private:
+  cudaEvent_t start_{};
+  cudaEvent_t stop_{};
+};
+
+/// Evicts everything from the GPU's L2 cache by writing a buffer twice its size; queued before
+/// a span's start event, so its own time is not counted.
+class L2Flusher {
+ public:
+  L2Flusher() {
+    int device = 0, l2_bytes = 0;
+    detail::check(cudaGetDevice(&device), "L2Flusher: cudaGetDevice");
+    detail::check(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device),
+                  "L2Flusher: cudaDeviceGetAttribute");
+    buffer_ = DeviceBuffer<unsigned char>(2 * static_cast<std::size_t>(std::max(l2_bytes, 1)));
+  }
+  void flush() { buffer_.fill_bytes(++byte_); }
+
+ private:
+  DeviceBuffer<unsigned char> buffer_;  // [2 * L2 bytes]
+  unsigned char byte_ = 0;
+};
+
+/// dst[0, bytes) = src[0, bytes), both device memory, then waits (as every launch does).
+inline void copy_device_to_device(void* dst, const void* src, std::size_t bytes) {
+  detail::check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice), "copy_device_to_device");
+  detail::check(cudaDeviceSynchronize(), "copy_device_to_device");
+}
+
+/// Thread blocks for a kernel that strides over a buffer: enough to fill every SM several times.
+inline int grid_stride_blocks() {
+  int device = 0, sms = 0;
+  detail::check(cudaGetDevice(&device), "grid_stride_blocks: cudaGetDevice");
+  detail::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+                "grid_stride_blocks: cudaDeviceGetAttribute");
+  return 8 * std::max(sms, 1);
+}
+#else
+/// Times work on the host's steady clock: the emulator runs every kernel on the calling thread.
+class DeviceTimer {
+ public:
+  void start() { start_ = std::chrono::steady_clock::now(); }
+  double stop_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_{};
+};
+
+/// Nothing to flush: the emulator's device memory is host memory, and its timings are not
+/// about caches.
+class L2Flusher {
+ public:
+  void flush() {}
+};
+
+/// dst[0, bytes) = src[0, bytes) in the emulator's device memory (host memory).
+inline void copy_device_to_device(void* dst, const void* src, std::size_t bytes) {
+  std::memcpy(dst, src, bytes);
+}
+
+/// A few blocks: the emulator runs them one after another anyway.
+inline int grid_stride_blocks() { return 4; }
+#endif
+
+/// One buffer in device memory that a yardstick reads: its address and length in bytes.
+struct DeviceSpan {
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+namespace detail {
+inline constexpr int kReadThreads = 256;
+
+/// Reads words [0, n) of `words` with a grid-stride loop of 16-byte loads, folds them with XOR
+/// per thread, then per warp, and lane 0 of every warp adds its fold to *sink: every byte is
+/// loaded once and only 4 bytes per warp are written.
+__global__ void __launch_bounds__(kReadThreads)
+    read_roofline_kernel(const uint4* __restrict__ words,  // [n]
+                         std::size_t n, unsigned int* __restrict__ sink) {
+  unsigned int fold = 0;
+  const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    const uint4 w = words[i];
+    fold ^= w.x ^ w.y ^ w.z ^ w.w;
+  }
+  for (int mask = 16; mask >= 1; mask >>= 1) fold ^= __shfl_xor_sync(0xffffffffu, fold, mask);
+  if (threadIdx.x % 32 == 0) atomicAdd(sink, fold);
+}
+}  // namespace detail
+
+/// The read roofline over a set of device buffers: timed() runs one read-only kernel per buffer
+/// (the L2 flushed first, outside the span) and returns the seconds of the whole pass.
+/// Each buffer must be 16-byte aligned and a multiple of 16 bytes long.
+class ReadRoofline {
+ public:
+  explicit ReadRoofline(std::vector<DeviceSpan> spans) : spans_(std::move(spans)), sink_(1) {
+    for (const DeviceSpan& s : spans_) {
+      if (reinterpret_cast<std::uintptr_t>(s.data) % 16 != 0 || s.bytes % 16 != 0) {
+        throw std::invalid_argument("ReadRoofline: every buffer must be 16-byte aligned and a "
+                                    "multiple of 16 bytes long");
+      }
+    }
+  }
+
+  /// Returns the total bytes one pass reads.
+  std::size_t bytes() const {
+    std::size_t total = 0;
+    for (const DeviceSpan& s : spans_) total += s.bytes;
+    return total;
+  }
+
+  /// Runs the pass once, flushed and timed, and returns its seconds.
+  double timed() {
+    flusher().flush();
+    timer_.start();
+    for (const DeviceSpan& s : spans_) {
+      launch(detail::read_roofline_kernel, dim3(grid_stride_blocks()), dim3(detail::kReadThreads),
+             0, static_cast<const uint4*>(s.data), s.bytes / 16, sink_.data());
+    }
+    return timer_.stop_seconds();
+  }
+
+ private:
+  L2Flusher& flusher() {
+    if (!flusher_) flusher_ = std::make_unique<L2Flusher>();
+    return *flusher_;
+  }
+
+  std::vector<DeviceSpan> spans_;
+  DeviceBuffer<unsigned int> sink_;  // [1] keeps the loads from being optimised away
+  DeviceTimer timer_;
+  std::unique_ptr<L2Flusher> flusher_;
+};
+
+/// The copy yardstick: timed() copies every buffer device to device (flushed first) and returns
+/// the seconds; count it by the bytes it reads, like every series (a copy also writes them).
+class DeviceCopy {
+ public:
+  explicit DeviceCopy(std::vector<DeviceSpan> spans) : spans_(std::move(spans)) {
+    std::size_t total = 0;
+    for (const DeviceSpan& s : spans_) total += s.bytes;
+    target_ = DeviceBuffer<unsigned char>(total);
+  }
+
+  double timed() {
+    flusher().flush();
+    timer_.start();
+    std::size_t at = 0;
+    for (const DeviceSpan& s : spans_) {
+      copy_device_to_device(target_.data() + at, s.data, s.bytes);
+      at += s.bytes;
+    }
+    return timer_.stop_seconds();
+  }
+
+ private:
+  L2Flusher& flusher() {
+    if (!flusher_) flusher_ = std::make_unique<L2Flusher>();
+    return *flusher_;
+  }
+
+  std::vector<DeviceSpan> spans_;
+  DeviceBuffer<unsigned char> target_;  // [total bytes]
+  DeviceTimer timer_;
+  std::unique_ptr<L2Flusher> flusher_;
+};
+
+}  // namespace SIMT_BACKEND
+}  // namespace simt

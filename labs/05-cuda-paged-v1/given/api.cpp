@@ -1,0 +1,84 @@
+// Lab 05, given: the public functions of paged_attention_v1.hpp. Each checks its arguments on
+// the host copies (a kernel that reads past a block table cannot say so, it reads someone
+// else's memory) and hands them to the backend's launchers.
+#include <utility>
+
+#include "given/backend.hpp"
+#include "given/checks.hpp"
+
+namespace pa::cuda_v1 {
+namespace {
+
+const Launchers& launchers(Backend backend, const char* function) {
+  return pick_backend<Launchers>(backend, emu::launchers(), PA_CUDA_BACKEND_OR_NULL(cuda::launchers()),
+                      function);
+}
+
+}  // namespace
+
+void reshape_and_cache(Backend backend, const Tensor& key, const Tensor& value, Tensor& key_cache,
+                       Tensor& value_cache, const Tensor& slot_mapping) {
+  checks::reshape_and_cache(key, value, key_cache, value_cache, slot_mapping);
+  if (key.size(0) == 0) return;
+  launchers(backend, "reshape_and_cache")
+      .reshape_and_cache(key, value, key_cache, value_cache, slot_mapping);
+}
+
+void paged_attention_v1(Backend backend, Tensor& out, const Tensor& query, const Tensor& key_cache,
+                        const Tensor& value_cache, int num_kv_heads, float scale,
+                        const Tensor& block_tables, const Tensor& seq_lens, int block_size,
+                        int max_seq_len) {
+  const AttentionArgs args{query,        key_cache, value_cache, num_kv_heads, scale,
+                           block_tables, seq_lens,  block_size,  max_seq_len};
+  checks::attention("paged_attention_v1", args);
+  checks::out_like_query("paged_attention_v1", out, query);
+  if (query.size(0) == 0) return;
+  auto session = launchers(backend, "paged_attention_v1").open_session(args);
+  session->launch();
+  session->download(out);
+}
+
+int v1_max_seq_len(Backend backend, DType dtype, int head_size, int block_size) {
+  checks::kernel_config(ArgCheck("v1_max_seq_len"), dtype, head_size, block_size);
+  return launchers(backend, "v1_max_seq_len").max_seq_len(dtype, head_size, block_size);
+}
+
+bool cuda_device_present() {
+#if PA_HAVE_CUDA_BACKEND
+  return cuda::launchers().device_count() > 0;
+#else
+  return false;
+#endif
+}
+
+DeviceSession::DeviceSession(Backend backend, const Tensor& query, const Tensor& key_cache,
+                             const Tensor& value_cache, int num_kv_heads, float scale,
+                             const Tensor& block_tables, const Tensor& seq_lens, int block_size,
+                             int max_seq_len) {
+  const AttentionArgs args{query,        key_cache, value_cache, num_kv_heads, scale,
+                           block_tables, seq_lens,  block_size,  max_seq_len};
+  checks::attention("DeviceSession", args);
+  impl_ = launchers(backend, "DeviceSession").open_session(args);
+}
+
+DeviceSession::~DeviceSession() = default;
+DeviceSession::DeviceSession(DeviceSession&&) noexcept = default;
+DeviceSession& DeviceSession::operator=(DeviceSession&&) noexcept = default;
+
+void DeviceSession::launch() {
+  impl_->launch();
+}
+void DeviceSession::download(Tensor& out) const {
+  impl_->download(out);
+}
+double DeviceSession::timed_launch() {
+  return impl_->timed_launch();
+}
+double DeviceSession::timed_read_roofline() {
+  return impl_->timed_read_roofline();
+}
+double DeviceSession::timed_cache_copy() {
+  return impl_->timed_cache_copy();
+}
+
+}  // namespace pa::cuda_v1
