@@ -75,7 +75,13 @@ function(pa_add_lab lab_dir)
       DISCOVERY_TIMEOUT 30)
   endforeach()
 
-  if(PA_BENCHMARKS AND EXISTS "${room}/bench_lab.cpp")
+  set(bench_libs_built TRUE)
+  foreach(lib IN LISTS ARG_BENCH_LIBS)
+    if(NOT TARGET ${lib})
+      set(bench_libs_built FALSE)  # PA_LABS left that lab out: no benchmark that compares with it
+    endif()
+  endforeach()
+  if(PA_BENCHMARKS AND bench_libs_built AND EXISTS "${room}/bench_lab.cpp")
     add_executable(${target}_bench "${room}/bench_lab.cpp")
     target_include_directories(${target}_bench PRIVATE "${room}")
     target_link_libraries(${target}_bench PRIVATE ${target}_impl ${ARG_BENCH_LIBS} pa_testing
