@@ -16,7 +16,7 @@
 
 #include "paged_attention_v1.hpp"
 #include "pa/testing.hpp"
-#include "simt/common.hpp"
+#include "simt/errors_and_settings.hpp"
 
 namespace pa::cuda_v1 {
 

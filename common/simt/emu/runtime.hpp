@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "simt/common.hpp"
+#include "simt/errors_and_settings.hpp"
 #include "simt/device_buffer.hpp"
 #include "simt/emu/dialect.hpp"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "simt/common.hpp"
+#include "simt/errors_and_settings.hpp"
 #include "simt/device_buffer.hpp"
 
 namespace simt {
