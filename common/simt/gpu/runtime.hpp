@@ -7,6 +7,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <mma.h>  // nvcuda::wmma, so that kernels written for both backends find it
 
 #include <cstddef>
 #include <cstdint>
