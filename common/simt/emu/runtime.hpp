@@ -13,9 +13,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "simt/errors_and_settings.hpp"
 #include "simt/device_buffer.hpp"
 #include "simt/emu/dialect.hpp"
+#include "simt/errors_and_settings.hpp"
 
 namespace simt {
 inline namespace emu {

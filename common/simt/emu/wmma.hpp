@@ -129,8 +129,7 @@ template <>
 class fragment<matrix_b, 16, 16, 16, __nv_bfloat16, col_major>
     : public simt::detail::WmmaFragmentBase<__nv_bfloat16, 8> {};
 template <>
-class fragment<accumulator, 16, 16, 16, float> : public simt::detail::WmmaFragmentBase<float, 8> {
-};
+class fragment<accumulator, 16, 16, 16, float> : public simt::detail::WmmaFragmentBase<float, 8> {};
 
 /// Sets every element this lane holds to `v`. Not a collective (in CUDA it is a plain loop over
 /// x[]); call it from every lane with the same `v`, since which elements a lane holds is unknown.
@@ -201,8 +200,7 @@ void mma_sync_at(simt::detail::SourceSite site, fragment<accumulator, 16, 16, 16
   simt::detail::WmmaCall call;
   call.element = simt::detail::wmma_element_of<T>();
   call.layout = std::is_same_v<LayoutA, row_major> ? WmmaLayout::RowMajor : WmmaLayout::ColMajor;
-  call.b_layout =
-      std::is_same_v<LayoutB, row_major> ? WmmaLayout::RowMajor : WmmaLayout::ColMajor;
+  call.b_layout = std::is_same_v<LayoutB, row_major> ? WmmaLayout::RowMajor : WmmaLayout::ColMajor;
   call.a = a.x;
   call.b = b.x;
   call.c = c.x;

@@ -34,7 +34,6 @@ struct KernelThread {
   int width = 0;
   std::uint64_t value = 0;
   std::uint64_t result = 0;
-  WmmaCall wmma{};  // its arguments, when op is a wmma collective
 };
 
 /// Returns whether two call sites are the same file and line.
@@ -129,7 +128,7 @@ class Block {
   unsigned runnable_ = 0;
   unsigned exited_ = 0;
   bool aborting_ = false;
-  std::exception_ptr error_;  // the first exception a kernel thread threw
+  std::exception_ptr error_;            // the first exception a kernel thread threw
   std::vector<WmmaStage> wmma_stages_;  // by warp, grown on a warp's first wmma collective
   WmmaMapping wmma_mapping_;
 };

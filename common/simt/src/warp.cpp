@@ -87,12 +87,12 @@ std::uint64_t Block::collective(WarpOp op, unsigned mask, std::uint64_t value, i
 void Block::check_arrival(const KernelThread& t, unsigned lane, const WarpLanes& lanes) const {
   // The message prefix is built only on failure: this runs on every shuffle.
   const auto fail = [&](const std::string& problem) {
-    throw KernelError(where(t) + ": " + op_name(t.op) + " at " + site_text(t.site) +
-                      (is_wmma(t.op) ? ", which needs the whole warp"
-                                     : " with mask " + mask_text(t.mask)) +
-                      ": " + problem);
+    throw KernelError(
+        where(t) + ": " + op_name(t.op) + " at " + site_text(t.site) +
+        (is_wmma(t.op) ? ", which needs the whole warp" : " with mask " + mask_text(t.mask)) +
+        ": " + problem);
   };
-  const std::string names = is_wmma(t.op) ? "it needs lanes " : "the mask names lanes ";
+  const char* const names = is_wmma(t.op) ? "it needs lanes " : "the mask names lanes ";
   if (t.width < 1 || t.width > 32 || !std::has_single_bit(static_cast<unsigned>(t.width))) {
     fail("width " + std::to_string(t.width) + " — expected a power of two from 1 to 32");
   }
@@ -138,8 +138,8 @@ void Block::check_one_collective(unsigned warp, const KernelThread& arriving) {
     std::string place = std::string(op_name(o.op)) + " (" + site_text(o.site);
     if (is_shuffle(o.op) && o.width != 32) place += ", width " + std::to_string(o.width);
     place += ")";
-    auto it = std::find_if(places.begin(), places.end(),
-                           [&](const auto& p) { return p.first == place; });
+    auto it =
+        std::find_if(places.begin(), places.end(), [&](const auto& p) { return p.first == place; });
     if (it == places.end()) {
       places.push_back({place, {lane}});
     } else {

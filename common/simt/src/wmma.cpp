@@ -108,8 +108,8 @@ std::string fragments_text(WarpOp op, const WmmaCall& c) {
     return std::string("matrix_a ") + element_name(c.element) + " " + layout_name(c.layout) +
            " and matrix_b " + element_name(c.element) + " " + layout_name(c.b_layout);
   }
-  std::string text = std::string("fragment<") + use_name(c.use) + ", 16, 16, 16, " +
-                     element_name(c.element);
+  std::string text =
+      std::string("fragment<") + use_name(c.use) + ", 16, 16, 16, " + element_name(c.element);
   if (c.use != WmmaUse::Accumulator) text += std::string(", ") + layout_name(c.layout);
   return text + ">";
 }
@@ -119,16 +119,15 @@ using Calls = std::array<const WmmaCall*, 32>;
 // Throws unless `key` is the same for every lane's call; the message groups the lanes by what
 // they pass, as `text` writes it.
 template <class Key, class Text>
-void require_same(const Calls& calls, const std::string& at, const char* what, Key key,
-                  Text text) {
+void require_same(const Calls& calls, const std::string& at, const char* what, Key key, Text text) {
   const auto first = key(*calls[0]);
   if (std::all_of(calls.begin(), calls.end(), [&](const WmmaCall* c) { return key(*c) == first; }))
     return;
   std::vector<std::pair<std::string, std::vector<unsigned>>> groups;
   for (unsigned lane = 0; lane < 32; ++lane) {
     const std::string value = text(*calls[lane]);
-    auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](const auto& g) { return g.first == value; });
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == value; });
     if (it == groups.end()) {
       groups.push_back({value, {lane}});
     } else {
@@ -148,9 +147,9 @@ void require_same(const Calls& calls, const std::string& at, const char* what, K
 // `out` ([row * 16 + col]). A fragment with two copies of each element must hold equal ones:
 // copies that differ mean the kernel changed x[] by position, so its answer hangs on a mapping
 // CUDA leaves unspecified.
-void gather(const WmmaStage& stage, unsigned char (WmmaStage::Lane::*member)[32],
-            WmmaUse use, WmmaElement element, const std::vector<std::uint16_t>& map,
-            const std::string& at, float* out) {
+void gather(const WmmaStage& stage, unsigned char (WmmaStage::Lane::*member)[32], WmmaUse use,
+            WmmaElement element, const std::vector<std::uint16_t>& map, const std::string& at,
+            float* out) {
   const int per_lane = wmma_elements_per_lane(use, element);
   const int size = element_bytes(element);
   const auto bytes = [&](std::size_t slot) {
@@ -172,9 +171,8 @@ void gather(const WmmaStage& stage, unsigned char (WmmaStage::Lane::*member)[32]
     };
     throw KernelError(at + ": " + use_name(use) + " element (" + std::to_string(e / kWmmaTile) +
                       ", " + std::to_string(e % kWmmaTile) + ") is held twice, by " +
-                      holder(first) + " and by " + holder(second) +
-                      ", and the copies differ. A " + std::to_string(per_lane) + "-element " +
-                      element_name(element) +
+                      holder(first) + " and by " + holder(second) + ", and the copies differ. A " +
+                      std::to_string(per_lane) + "-element " + element_name(element) +
                       " fragment holds every element twice and CUDA does not say which lane "
                       "holds which: the kernel changed x[i] by position (not the same way for "
                       "every i), or used a fragment it never loaded or filled");
@@ -216,13 +214,14 @@ void Block::wmma(WarpOp op, const WmmaCall& call, SourceSite site) {
   t.operand = 0;
   t.width = warpSize;
   t.site = site;
-  t.wmma = call;
   const unsigned warp = t.linear / 32;
   const unsigned lane = t.linear % 32;
   check_arrival(t, lane, warps_[warp]);
 
-  // Post this lane's inputs. (The stage is looked up again after waiting: it may have grown.)
+  // Post this lane's arguments and inputs. (The stage is looked up again after waiting: it may
+  // have grown.)
   WmmaStage::Lane& in = wmma_stage(warp).lanes[lane];
+  in.call = call;
   if (op == WarpOp::WmmaStore) {
     std::memcpy(in.a, call.a, fragment_bytes(WmmaUse::Accumulator, WmmaElement::Float));
   } else if (op == WarpOp::WmmaMma) {
@@ -248,10 +247,11 @@ void Block::wmma(WarpOp op, const WmmaCall& call, SourceSite site) {
 
 void Block::complete_wmma(unsigned warp, const KernelThread& arriving) {
   const WarpOp op = arriving.op;
-  const WmmaCall& call = arriving.wmma;
+  WmmaStage& stage = wmma_stages_[warp];
+  const WmmaCall& call = stage.lanes[arriving.linear % 32].call;
   const std::string at = where(warp) + ": " + op_name(op) + " at " + site_text(arriving.site);
   Calls calls;
-  for (unsigned lane = 0; lane < 32; ++lane) calls[lane] = &lane_thread(warp, lane).wmma;
+  for (unsigned lane = 0; lane < 32; ++lane) calls[lane] = &stage.lanes[lane].call;
 
   // CUDA: "the values of mptr, ldm, layout and all template parameters for a must be the same
   // for all threads in the warp".
@@ -265,11 +265,10 @@ void Block::complete_wmma(unsigned warp, const KernelThread& arriving) {
       },
       [op](const WmmaCall& c) { return fragments_text(op, c); });
   if (op == WarpOp::WmmaMma) {
-    WmmaStage& stage = wmma_stages_[warp];
-    const auto& map_a = wmma_mapping_.table(
-        WmmaUse::MatrixA, wmma_elements_per_lane(WmmaUse::MatrixA, call.element));
-    const auto& map_b = wmma_mapping_.table(
-        WmmaUse::MatrixB, wmma_elements_per_lane(WmmaUse::MatrixB, call.element));
+    const auto& map_a = wmma_mapping_.table(WmmaUse::MatrixA,
+                                            wmma_elements_per_lane(WmmaUse::MatrixA, call.element));
+    const auto& map_b = wmma_mapping_.table(WmmaUse::MatrixB,
+                                            wmma_elements_per_lane(WmmaUse::MatrixB, call.element));
     const auto& map_c = wmma_mapping_.table(WmmaUse::Accumulator, 8);
     // [row * 16 + col] of A (M x K), B (K x N), C and D (M x N)
     float a[kWmmaTileElements], b[kWmmaTileElements], c[kWmmaTileElements], d[kWmmaTileElements];
@@ -325,16 +324,15 @@ void Block::complete_wmma(unsigned warp, const KernelThread& arriving) {
                       std::to_string(call.ldm));
   }
 
-  WmmaStage& stage = wmma_stages_[warp];
   auto* base = static_cast<unsigned char*>(call.memory);
   const int per_lane = wmma_elements_per_lane(call.use, call.element);
   const auto& map = wmma_mapping_.table(call.use, per_lane);
   for (std::size_t s = 0; s < map.size(); ++s) {
     unsigned char* memory = base + tile_offset(map[s] % kWmmaTileElements, call.layout, call.ldm) *
                                        static_cast<std::size_t>(size);
-    unsigned char* x = (op == WarpOp::WmmaLoad ? stage.lanes[s / per_lane].d
-                                               : stage.lanes[s / per_lane].a) +
-                       (s % per_lane) * static_cast<std::size_t>(size);
+    unsigned char* x =
+        (op == WarpOp::WmmaLoad ? stage.lanes[s / per_lane].d : stage.lanes[s / per_lane].a) +
+        (s % per_lane) * static_cast<std::size_t>(size);
     if (op == WarpOp::WmmaLoad) {
       std::memcpy(x, memory, static_cast<std::size_t>(size));
     } else {

@@ -40,12 +40,13 @@ class WmmaMapping {
   std::array<std::vector<std::uint16_t>, 5> tables_;
 };
 
-/// One warp's staging area: each lane copies its input fragments here when it arrives, the last
-/// lane computes from them, and each lane copies its output back after the collective. Only the
-/// lane's own row is touched by the lane, so no fiber ever reads another fiber's stack.
+/// One warp's staging area: each lane copies its arguments and input fragments here when it
+/// arrives, the last lane computes from them, and each lane copies its output back after the
+/// collective. A lane touches only its own row, so no fiber ever reads another fiber's stack.
 struct WmmaStage {
   static constexpr int kFragmentBytes = 32;  // the largest x[]: 16 halves or 8 floats
   struct Lane {
+    WmmaCall call;  // (its pointers to the lane's own fragments are used by that lane only)
     alignas(8) unsigned char a[kFragmentBytes];
     alignas(8) unsigned char b[kFragmentBytes];
     alignas(8) unsigned char c[kFragmentBytes];

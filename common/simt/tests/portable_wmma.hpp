@@ -18,9 +18,9 @@ struct WmmaGemmShape {
   unsigned ldd = 0;         // the same for D, laid out as d_layout
   bool c_row_major = true;
   bool d_row_major = true;
-  bool with_c = false;     // D = A * B + C; otherwise D = A * B
-  float a_scale = 1.0f;    // every x[i] of every A fragment is multiplied by it (exact: 2^j)
-  float d_scale = 1.0f;    // and every x[i] of the accumulator, before the store
+  bool with_c = false;   // D = A * B + C; otherwise D = A * B
+  float a_scale = 1.0f;  // every x[i] of every A fragment is multiplied by it (exact: 2^j)
+  float d_scale = 1.0f;  // and every x[i] of the accumulator, before the store
   int warps_per_block = 2;
 };
 
@@ -36,11 +36,11 @@ __global__ void wmma_gemm_kernel(const T* __restrict__ a, const T* __restrict__ 
   using namespace nvcuda;
   constexpr bool kRowA = std::is_same_v<LayoutA, wmma::row_major>;
   constexpr bool kRowB = std::is_same_v<LayoutB, wmma::row_major>;
-  const int tile = static_cast<int>(blockIdx.x) * shape.warps_per_block +
-                   static_cast<int>(threadIdx.x) / 32;
+  const int tile =
+      static_cast<int>(blockIdx.x) * shape.warps_per_block + static_cast<int>(threadIdx.x) / 32;
   const int tiles_n = shape.n / 16;
   if (tile >= (shape.m / 16) * tiles_n) return;  // the whole warp leaves together
-  const int row = tile / tiles_n * 16;  // the tile's first row and column of D
+  const int row = tile / tiles_n * 16;           // the tile's first row and column of D
   const int col = tile % tiles_n * 16;
   const auto at = [](int r, int c, unsigned ld, bool row_major) {
     return row_major ? r * ld + c : c * ld + r;  // element (r, c) of a matrix
@@ -71,8 +71,7 @@ __global__ void wmma_gemm_kernel(const T* __restrict__ a, const T* __restrict__ 
     }
   }
   for (int i = 0; i < acc.num_elements; ++i) acc.x[i] *= shape.d_scale;
-  wmma::store_matrix_sync(d + at(row, col, shape.ldd, shape.d_row_major), acc, shape.ldd,
-                          d_layout);
+  wmma::store_matrix_sync(d + at(row, col, shape.ldd, shape.d_row_major), acc, shape.ldd, d_layout);
 }
 /// [wmma_gemm]
 

@@ -92,8 +92,8 @@ void check_gemm(bool with_c, bool c_row_major, bool d_row_major, unsigned seed) 
   shape.c_row_major = c_row_major;
   shape.d_row_major = d_row_major;
   shape.with_c = with_c;
-  shape.a_scale = 2.0f;   // exact in T
-  shape.d_scale = 0.25f;  // exact in float
+  shape.a_scale = 2.0f;       // exact in T
+  shape.d_scale = 0.25f;      // exact in float
   shape.warps_per_block = 4;  // 6 tiles: the second block has two warps with no tile
 
   std::mt19937 gen(seed);
@@ -367,8 +367,8 @@ TEST(SimtWmma, IndexingXByPositionGivesScheduleDependentResults) {
   for (const ScheduleCase& sc : kSchedules) {
     EXPECT_EQ(run_mask(masked_in_memory_kernel, sc), want) << simt::schedule_name(sc.schedule);
     results.push_back(run_mask(positional_mask_kernel, sc));
-    EXPECT_NE(results.back(), want) << "the positional kernel must be caught under "
-                                    << simt::schedule_name(sc.schedule);
+    EXPECT_NE(results.back(), want)
+        << "the positional kernel must be caught under " << simt::schedule_name(sc.schedule);
   }
   for (std::size_t i = 0; i < results.size(); ++i) {
     for (std::size_t j = i + 1; j < results.size(); ++j) {
@@ -437,8 +437,8 @@ TEST(SimtWmmaErrors, EveryLaneOfTheWarpMustArrive) {
     Tiles tiles;
     ExpectKernelError(
         [&] { simt::launch(half_warp_load_kernel, dim3(1), dim3(64), 0, tiles.halves.data()); },
-        {"block (0, 0, 0)", "wmma::load_matrix_sync", site(__FILE__, kHalfWarpLoad),
-         "whole warp", "lanes 16-31, which exited"});
+        {"block (0, 0, 0)", "wmma::load_matrix_sync", site(__FILE__, kHalfWarpLoad), "whole warp",
+         "lanes 16-31, which exited"});
   }
 }
 
@@ -503,12 +503,12 @@ __global__ void disagreeing_kernel(const __half* halves, float* floats, int what
 TEST(SimtWmmaErrors, LanesMustPassTheSameArguments) {
   Tiles tiles;
   const auto run = [&](int what) {
-    simt::launch(disagreeing_kernel, dim3(1), dim3(32), 0, tiles.halves.data(),
-                 tiles.floats.data(), what);
+    simt::launch(disagreeing_kernel, dim3(1), dim3(32), 0, tiles.halves.data(), tiles.floats.data(),
+                 what);
   };
   const std::string load = "warp 0: wmma::load_matrix_sync at " + site(__FILE__, kDisagreeingLoad);
-  ExpectKernelError([&] { run(0); }, {load, "lanes 0-15 pass pointer 0x", "lanes 16-31 pass pointer",
-                                      "must pass the same pointer"});
+  ExpectKernelError([&] { run(0); }, {load, "lanes 0-15 pass pointer 0x",
+                                      "lanes 16-31 pass pointer", "must pass the same pointer"});
   ExpectKernelError([&] { run(1); }, {load, "lanes 0-15 pass ldm 16, lanes 16-31 pass ldm 32",
                                       "must pass the same ldm"});
   ExpectKernelError([&] { run(2); }, {"wmma::store_matrix_sync",
@@ -584,7 +584,7 @@ TEST(SimtWmmaErrors, OutsideAKernel) {
   const auto load = [&] { nvcuda::wmma::load_matrix_sync(acc, tile.data(), 16, mem_row_major); };
   const int line = __LINE__ - 1;
   ExpectKernelError(load, {"wmma::load_matrix_sync at " + site(__FILE__, line) +
-                               " was called outside a kernel thread"});
+                           " was called outside a kernel thread"});
 }
 
 }  // namespace
