@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -116,10 +117,24 @@ std::string fragments_text(WarpOp op, const WmmaCall& c) {
 
 using Calls = std::array<const WmmaCall*, 32>;
 
+// Calls fn(lane, i, entry) for every slot of a fragment with `per_lane` elements per lane, where
+// entry is the slot's table entry (element + 256 * copy): x[i] of lane `lane`.
+template <class Fn>
+void for_each_slot(const std::vector<std::uint16_t>& map, std::size_t per_lane, Fn fn) {
+  const std::uint16_t* entry = map.data();
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    for (std::size_t i = 0; i < per_lane; ++i) fn(lane, i, *entry++);
+  }
+}
+
+// The message prefix "simt: block (...), warp w: <call> at <site>", built only on failure: the
+// checks run on every collective.
+using At = std::function<std::string()>;
+
 // Throws unless `key` is the same for every lane's call; the message groups the lanes by what
 // they pass, as `text` writes it.
 template <class Key, class Text>
-void require_same(const Calls& calls, const std::string& at, const char* what, Key key, Text text) {
+void require_same(const Calls& calls, const At& at, const char* what, Key key, Text text) {
   const auto first = key(*calls[0]);
   if (std::all_of(calls.begin(), calls.end(), [&](const WmmaCall* c) { return key(*c) == first; }))
     return;
@@ -139,39 +154,48 @@ void require_same(const Calls& calls, const std::string& at, const char* what, K
     list += (list.empty() ? "" : ", ") + std::string(lanes.size() == 1 ? "lane " : "lanes ") +
             id_ranges(lanes) + " pass " + value;
   }
-  throw KernelError(at + ": " + list + ". Every lane of the warp must pass the same " + what +
+  throw KernelError(at() + ": " + list + ". Every lane of the warp must pass the same " + what +
                     " (CUDA leaves the result undefined otherwise)");
 }
 
 // Reads the 16x16 matrix that fragments of `use` hold in the stage (`member` of each lane) into
 // `out` ([row * 16 + col]). A fragment with two copies of each element must hold equal ones:
 // copies that differ mean the kernel changed x[] by position, so its answer hangs on a mapping
-// CUDA leaves unspecified.
+// CUDA leaves unspecified. (This runs on every mma_sync: fixed-size copies, no allocation.)
 void gather(const WmmaStage& stage, unsigned char (WmmaStage::Lane::*member)[32], WmmaUse use,
-            WmmaElement element, const std::vector<std::uint16_t>& map, const std::string& at,
-            float* out) {
-  const int per_lane = wmma_elements_per_lane(use, element);
-  const int size = element_bytes(element);
+            WmmaElement element, const std::vector<std::uint16_t>& map, const At& at, float* out) {
+  const std::size_t per_lane = static_cast<std::size_t>(wmma_elements_per_lane(use, element));
   const auto bytes = [&](std::size_t slot) {
-    return (stage.lanes[slot / per_lane].*member) + (slot % per_lane) * size;
+    return (stage.lanes[slot / per_lane].*member) + (slot % per_lane) * element_bytes(element);
   };
-  std::array<std::uint16_t, 2 * kWmmaTileElements> slot_of;  // [copy * 256 + element]: its slot
-  for (std::size_t s = 0; s < map.size(); ++s) slot_of[map[s]] = static_cast<std::uint16_t>(s);
-  for (unsigned e = 0; e < kWmmaTileElements; ++e) out[e] = to_float(bytes(slot_of[e]), element);
+  if (element == WmmaElement::Float) {
+    for_each_slot(map, per_lane, [&](unsigned lane, std::size_t i, unsigned entry) {
+      std::memcpy(&out[entry], (stage.lanes[lane].*member) + i * 4, 4);
+    });
+    return;
+  }
+  std::uint16_t bits[2 * kWmmaTileElements];  // [copy * 256 + element]
+  for_each_slot(map, per_lane, [&](unsigned lane, std::size_t i, unsigned entry) {
+    std::memcpy(&bits[entry], (stage.lanes[lane].*member) + i * 2, 2);
+  });
+  for (unsigned e = 0; e < kWmmaTileElements; ++e) {
+    out[e] = element == WmmaElement::Half ? __half2float(__ushort_as_half(bits[e]))
+                                          : __bfloat162float(__ushort_as_bfloat16(bits[e]));
+  }
   if (map.size() == kWmmaTileElements) return;  // one copy of each element
   for (unsigned e = 0; e < kWmmaTileElements; ++e) {
-    const std::size_t first = slot_of[e];
-    const std::size_t second = slot_of[kWmmaTileElements + e];
-    if (std::memcmp(bytes(first), bytes(second), static_cast<std::size_t>(size)) == 0) continue;
-    const auto holder = [&](std::size_t slot) {
+    if (bits[e] == bits[kWmmaTileElements + e]) continue;
+    const auto holder = [&](unsigned copy) {
+      const auto slot = static_cast<std::size_t>(
+          std::find(map.begin(), map.end(), copy * kWmmaTileElements + e) - map.begin());
       char value[32];
       std::snprintf(value, sizeof value, "%g", static_cast<double>(to_float(bytes(slot), element)));
       return "lane " + std::to_string(slot / per_lane) + " as x[" +
              std::to_string(slot % per_lane) + "] (" + value + ")";
     };
-    throw KernelError(at + ": " + use_name(use) + " element (" + std::to_string(e / kWmmaTile) +
-                      ", " + std::to_string(e % kWmmaTile) + ") is held twice, by " +
-                      holder(first) + " and by " + holder(second) + ", and the copies differ. A " +
+    throw KernelError(at() + ": " + use_name(use) + " element (" + std::to_string(e / kWmmaTile) +
+                      ", " + std::to_string(e % kWmmaTile) + ") is held twice, by " + holder(0) +
+                      " and by " + holder(1) + ", and the copies differ. A " +
                       std::to_string(per_lane) + "-element " + element_name(element) +
                       " fragment holds every element twice and CUDA does not say which lane "
                       "holds which: the kernel changed x[i] by position (not the same way for "
@@ -249,7 +273,9 @@ void Block::complete_wmma(unsigned warp, const KernelThread& arriving) {
   const WarpOp op = arriving.op;
   WmmaStage& stage = wmma_stages_[warp];
   const WmmaCall& call = stage.lanes[arriving.linear % 32].call;
-  const std::string at = where(warp) + ": " + op_name(op) + " at " + site_text(arriving.site);
+  const At at = [&] {
+    return where(warp) + ": " + op_name(op) + " at " + site_text(arriving.site);
+  };
   Calls calls;
   for (unsigned lane = 0; lane < 32; ++lane) calls[lane] = &stage.lanes[lane].call;
 
@@ -276,19 +302,20 @@ void Block::complete_wmma(unsigned warp, const KernelThread& arriving) {
     gather(stage, &WmmaStage::Lane::b, WmmaUse::MatrixB, call.element, map_b, at, b);
     gather(stage, &WmmaStage::Lane::c, WmmaUse::Accumulator, WmmaElement::Float, map_c, at, c);
     // Products of 16-bit inputs are exact in double, and so (nearly always) is their sum: each
-    // element of D is rounded to float once.
+    // element of D is rounded to float once. A row of D at a time, so that the inner loop runs
+    // along a row of B (each element still sums c, then k = 0, 1, ..., 15 in order).
     for (int i = 0; i < kWmmaTile; ++i) {
-      for (int j = 0; j < kWmmaTile; ++j) {
-        double sum = c[i * kWmmaTile + j];
-        for (int k = 0; k < kWmmaTile; ++k) {
-          sum += static_cast<double>(a[i * kWmmaTile + k]) * b[k * kWmmaTile + j];
-        }
-        d[i * kWmmaTile + j] = static_cast<float>(sum);
+      double row[kWmmaTile];
+      for (int j = 0; j < kWmmaTile; ++j) row[j] = c[i * kWmmaTile + j];
+      for (int k = 0; k < kWmmaTile; ++k) {
+        const double a_ik = a[i * kWmmaTile + k];
+        for (int j = 0; j < kWmmaTile; ++j) row[j] += a_ik * b[k * kWmmaTile + j];
       }
+      for (int j = 0; j < kWmmaTile; ++j) d[i * kWmmaTile + j] = static_cast<float>(row[j]);
     }
-    for (std::size_t s = 0; s < map_c.size(); ++s) {
-      std::memcpy(stage.lanes[s / 8].d + (s % 8) * sizeof(float), &d[map_c[s]], sizeof(float));
-    }
+    for_each_slot(map_c, 8, [&](unsigned lane, std::size_t i, unsigned entry) {
+      std::memcpy(stage.lanes[lane].d + i * sizeof(float), &d[entry], sizeof(float));
+    });
     return;
   }
 
@@ -308,9 +335,9 @@ void Block::complete_wmma(unsigned warp, const KernelThread& arriving) {
   // CUDA: "mptr must be a 256-bit aligned pointer", "ldm ... must be a multiple of 8 for __half
   // element type or multiple of 4 for float element type" (16 bytes either way).
   const auto address = reinterpret_cast<std::uintptr_t>(call.memory);
-  if (address == 0) throw KernelError(at + ": lanes 0-31 pass a null pointer");
+  if (address == 0) throw KernelError(at() + ": lanes 0-31 pass a null pointer");
   if (address % 32 != 0) {
-    throw KernelError(at + ": lanes 0-31 pass pointer " + pointer_text(call.memory) +
+    throw KernelError(at() + ": lanes 0-31 pass pointer " + pointer_text(call.memory) +
                       ", which is not 256-bit (32-byte) aligned: it lies " +
                       std::to_string(address % 32) +
                       " bytes past a 32-byte boundary. CUDA requires the tile's first element "
@@ -319,26 +346,25 @@ void Block::complete_wmma(unsigned warp, const KernelThread& arriving) {
   const int size = element_bytes(call.element);
   const unsigned multiple = 16u / static_cast<unsigned>(size);
   if (call.ldm % multiple != 0) {
-    throw KernelError(at + ": ldm — expected a multiple of " + std::to_string(multiple) + " for " +
-                      element_name(call.element) + " elements (16 bytes), got " +
+    throw KernelError(at() + ": ldm — expected a multiple of " + std::to_string(multiple) +
+                      " for " + element_name(call.element) + " elements (16 bytes), got " +
                       std::to_string(call.ldm));
   }
 
   auto* base = static_cast<unsigned char*>(call.memory);
   const int per_lane = wmma_elements_per_lane(call.use, call.element);
   const auto& map = wmma_mapping_.table(call.use, per_lane);
-  for (std::size_t s = 0; s < map.size(); ++s) {
-    unsigned char* memory = base + tile_offset(map[s] % kWmmaTileElements, call.layout, call.ldm) *
-                                       static_cast<std::size_t>(size);
-    unsigned char* x =
-        (op == WarpOp::WmmaLoad ? stage.lanes[s / per_lane].d : stage.lanes[s / per_lane].a) +
-        (s % per_lane) * static_cast<std::size_t>(size);
-    if (op == WarpOp::WmmaLoad) {
-      std::memcpy(x, memory, static_cast<std::size_t>(size));
-    } else {
-      std::memcpy(memory, x, static_cast<std::size_t>(size));
-    }
-  }
+  const auto bytes = static_cast<std::size_t>(size);
+  for_each_slot(map, static_cast<std::size_t>(per_lane),
+                [&](unsigned lane, std::size_t i, unsigned entry) {
+                  unsigned char* memory =
+                      base + tile_offset(entry % kWmmaTileElements, call.layout, call.ldm) * bytes;
+                  if (op == WarpOp::WmmaLoad) {
+                    std::memcpy(stage.lanes[lane].d + i * bytes, memory, bytes);
+                  } else {
+                    std::memcpy(memory, stage.lanes[lane].a + i * bytes, bytes);
+                  }
+                });
 }
 
 }  // namespace simt::inline emu::detail
