@@ -10,7 +10,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -127,13 +126,11 @@ void for_each_slot(const std::vector<std::uint16_t>& map, std::size_t per_lane, 
   }
 }
 
-// The message prefix "simt: block (...), warp w: <call> at <site>", built only on failure: the
-// checks run on every collective.
-using At = std::function<std::string()>;
-
 // Throws unless `key` is the same for every lane's call; the message groups the lanes by what
 // they pass, as `text` writes it.
-template <class Key, class Text>
+// `at()` returns the message prefix "simt: block (...), warp w: <call> at <site>", built only on
+// failure: the checks run on every collective.
+template <class At, class Key, class Text>
 void require_same(const Calls& calls, const At& at, const char* what, Key key, Text text) {
   const auto first = key(*calls[0]);
   if (std::all_of(calls.begin(), calls.end(), [&](const WmmaCall* c) { return key(*c) == first; }))
@@ -162,6 +159,7 @@ void require_same(const Calls& calls, const At& at, const char* what, Key key, T
 // `out` ([row * 16 + col]). A fragment with two copies of each element must hold equal ones:
 // copies that differ mean the kernel changed x[] by position, so its answer hangs on a mapping
 // CUDA leaves unspecified. (This runs on every mma_sync: fixed-size copies, no allocation.)
+template <class At>
 void gather(const WmmaStage& stage, unsigned char (WmmaStage::Lane::*member)[32], WmmaUse use,
             WmmaElement element, const std::vector<std::uint16_t>& map, const At& at, float* out) {
   const std::size_t per_lane = static_cast<std::size_t>(wmma_elements_per_lane(use, element));
@@ -273,7 +271,7 @@ void Block::complete_wmma(unsigned warp, const KernelThread& arriving) {
   const WarpOp op = arriving.op;
   WmmaStage& stage = wmma_stages_[warp];
   const WmmaCall& call = stage.lanes[arriving.linear % 32].call;
-  const At at = [&] {
+  const auto at = [&] {
     return where(warp) + ": " + op_name(op) + " at " + site_text(arriving.site);
   };
   Calls calls;
