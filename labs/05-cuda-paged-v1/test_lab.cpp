@@ -18,7 +18,7 @@
 #include "pa/kv_layouts.hpp"
 #include "pa/testing.hpp"
 #include "paged_attention_v1.hpp"
-#include "simt/common.hpp"
+#include "simt/errors_and_settings.hpp"
 
 namespace pa::cuda_v1 {
 
