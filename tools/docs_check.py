@@ -373,8 +373,8 @@ for (let n = walker.nextNode(); n; n = walker.nextNode()) {
       if (text.includes("`")) problems.push(`literal backtick (a code span that did not render) ${where()}: "${short(text, 80)}"`);
       const tex = text.match(/\\f[$\[\]]|\\\(|\\\)|\\\[|\\\]|\\begin\{|\$\$/);
       if (tex) problems.push(`raw TeX ${where()}: "${short(text, 80)}"`);
-    } else if (parent.closest("code") && !parent.closest("pre, div.fragment") && /[\u2018\u2019\u201c\u201d\u2013\u2014]/.test(text)) {
-      problems.push(`typographic quote or dash inside inline code ${where()}: "${short(text, 80)}"`);
+    } else if (parent.closest("code") && !parent.closest("pre, div.fragment") && /[\u2018\u2019\u201c\u201d\u2013]/.test(text)) {
+      problems.push(`curly quote or en dash (Markdown typography) inside inline code ${where()}: "${short(text, 80)}"`);
     }
     continue;
   }
@@ -565,11 +565,16 @@ def _screenshots(driver, file: str, shots_dir: Path, width: int) -> str:
     stem = Path(file).stem
     page = shots_dir / f"{stem}.png"
     driver.save_screenshot(str(page))
+    # Each key element on its own: the window as tall as the element, the element scrolled to
+    # the top of the content (the page may be taller than the capped screenshot).
     for label, element in driver.execute_script(KEY_ELEMENTS):
-        try:
-            element.screenshot(str(shots_dir / "elements" / f"{stem}--{label}.png"))
-        except Exception:  # an element below the capped height: the full page shows what it can
-            pass
+        tall = int(driver.execute_script("return arguments[0].getBoundingClientRect().height",
+                                         element))
+        driver.set_window_size(width, max(WINDOW_HEIGHT, min(tall + 300, MAX_SHOT_HEIGHT)))
+        driver.execute_async_script(
+            "const [e, done] = arguments; e.scrollIntoView({block: 'start'});"
+            "setTimeout(done, 150);", element)
+        element.screenshot(str(shots_dir / "elements" / f"{stem}--{label}.png"))
     driver.set_window_size(width, WINDOW_HEIGHT)
     return str(page)
 
