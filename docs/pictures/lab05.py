@@ -104,6 +104,101 @@ def thread_map() -> Figure:
     return f
 
 
+# ---- the two cache layouts ------------------------------------------------------------------------
+
+def key_cache() -> Figure:
+    f = Figure(820, 290, "One (block, kv head) slice of the key cache",
+               "float16, block_size 16, head_size 128: rows are chunks of 8 dimensions, each "
+               "one 16-byte cell per token; the two threads of a token's group read its halves.")
+    tokens = [0, 1, None, BLOCK_SIZE - 1]    # None: the tokens left out
+    chunks = [0, 1, None, NUM_CHUNKS - 1]
+    hw, ch, x0, y0 = 70, 26, 190, 110
+    f.text(10, 14, "key_cache[block, kv_head]:  [head_size / x = 16, block_size = 16, x = 8]",
+           size=SIZE, weight="bold", mono=True)
+    col = x0
+    for t in tokens:
+        if t is None:
+            f.text(col + 15, y0 - 12, "…", size=SIZE, anchor="middle")
+            for r in range(len(chunks)):
+                f.text(col + 15, y0 + (r + 0.5) * ch, "…", size=SIZE, anchor="middle")
+            col += 30
+            continue
+        f.text(col + hw, y0 - 12, f"token {t}", size=SIZE_SMALL, anchor="middle",
+               weight="bold")
+        for r, i in enumerate(chunks):
+            for rank in range(G):
+                x = col + rank * hw
+                y = y0 + r * ch
+                if i is None:
+                    f.rect(x, y, hw, ch, fill="#ffffff", stroke=RULE, sw=0.8)
+                    f.text(x + hw / 2, y + ch / 2, "⋮", size=SIZE_SMALL, anchor="middle")
+                    continue
+                first = i * X + rank * VEC_SIZE
+                f.rect(x, y, hw, ch, fill=rank_fill(hue(t), rank), stroke="#ffffff", sw=1.5)
+                f.text(x + hw / 2, y + ch / 2, f"d {first}–{first + VEC_SIZE - 1}", size=9.5,
+                       anchor="middle", mono=True)
+        f.rect(col, y0, G * hw, len(chunks) * ch, stroke=INK, sw=1)
+        for rank in range(G):
+            f.text(col + (rank + 0.5) * hw, y0 + len(chunks) * ch + 12, f"rank {rank}", size=9.5,
+                   anchor="middle", fill=MUTED)
+        # The thread group that reads this token.
+        f.box(col + 10, 32, G * hw - 20, 34, [f"thread group {t}", f"threads {G * t}, {G * t + 1}"],
+              fill=hue(t).fill, stroke=hue(t).ink, size=9.5)
+        f.arrow(col + G * hw / 2, 67, col + G * hw / 2, y0 - 22, color=hue(t).ink)
+        col += G * hw + 12
+    for r, i in enumerate(chunks):
+        label = "⋮" if i is None else f"chunk {i}: d {i * X}–{i * X + X - 1}"
+        f.text(x0 - 8, y0 + (r + 0.5) * ch, label, size=SIZE_SMALL, anchor="end", fill=MUTED)
+    f.vbrace(col - 6, y0 + 1, y0 + ch - 1, ["one row:", "16 tokens × 16 B,", "contiguous"])
+    f.text(10, 258, "A chunk is x = 16 bytes / 2 = 8 dimensions of one token: one 16-byte load. "
+           "The chunk index comes before the token,", size=SIZE_SMALL, fill=MUTED)
+    f.text(10, 274, "so chunk i of all 16 tokens lies side by side: the warp's load of vec i "
+           "reads one contiguous 256-byte row.", size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
+def value_cache() -> Figure:
+    f = Figure(820, 300, "One (block, kv head) slice of the value cache",
+               "float16, block_size 16, head_size 128: rows are dimensions, columns tokens; "
+               "each lane reads 8 tokens of one dimension in one 16-byte load.")
+    f.text(10, 14, "value_cache[block, kv_head]:  [head_size = 128, block_size = 16]", size=SIZE,
+           weight="bold", mono=True)
+    rows = [(0, 0), (1, 0), (2, 0), None, (15, 0), (16, 1), None, (127, 7)]  # (d, pass)
+    v_vec = 16 // ELEM_BYTES
+    lanes_per_row = BLOCK_SIZE // v_vec
+    x0, y0, cw, ch = 170, 56, 200, 24
+    for c in range(lanes_per_row):
+        f.text(x0 + (c + 0.5) * cw, y0 - 12, f"tokens {c * v_vec}–{c * v_vec + v_vec - 1}",
+               size=SIZE_SMALL, anchor="middle", weight="bold")
+    for r, row in enumerate(rows):
+        y = y0 + r * ch
+        if row is None:
+            f.text(x0 - 8, y + ch / 2, "⋮", size=SIZE_SMALL, anchor="end", fill=MUTED)
+            for c in range(lanes_per_row):
+                f.rect(x0 + c * cw, y, cw, ch, fill="#ffffff", stroke=RULE, sw=0.8)
+                f.text(x0 + (c + 0.5) * cw, y + ch / 2, "⋮", size=SIZE_SMALL, anchor="middle")
+            continue
+        d, pass_ = row
+        f.text(x0 - 8, y + ch / 2, f"d {d}", size=SIZE_SMALL, anchor="end", fill=MUTED)
+        for c in range(lanes_per_row):
+            lane = (d % (WARP_SIZE // lanes_per_row)) * lanes_per_row + c
+            f.rect(x0 + c * cw, y, cw, ch, fill=rank_fill(hue(lane // 2), lane % 2),
+                   stroke="#ffffff", sw=1.5)
+            f.text(x0 + (c + 0.5) * cw, y + ch / 2, f"lane {lane}, pass {pass_ + 1}", size=9.5,
+                   anchor="middle", mono=True)
+    f.rect(x0, y0, lanes_per_row * cw, len(rows) * ch, stroke=INK, sw=1)
+    f.vbrace(x0 + lanes_per_row * cw + 4, y0 + 1, y0 + 5 * ch - 1,
+             ["pass 1: 32 lanes,", "16 rows"])
+    f.lines(600, y0 + 6 * ch + 20, ["8 passes cover", "the 128 rows"], size=SIZE_SMALL,
+            anchor="start", fill=MUTED)
+    f.text(10, 270, "A row is one dimension across the block's tokens: 16 bytes hold 8 tokens' "
+           "values of dimension d, multiplied with those tokens' probabilities", size=SIZE_SMALL,
+           fill=MUTED)
+    f.text(10, 286, "into one accumulator. Two lanes share a row, a warp covers 16 rows per pass.",
+           size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
 # ---- the kernel as a timeline -------------------------------------------------------------------
 
 # (what the threads do, {shared-memory region: what it holds}) per phase; BARRIERS says, for
@@ -318,5 +413,6 @@ def gpu() -> Figure:
     return f
 
 
-FIGURES = {"lab05_thread_map": thread_map, "lab05_timeline": timeline,
+FIGURES = {"lab05_key_cache": key_cache, "lab05_value_cache": value_cache,
+           "lab05_thread_map": thread_map, "lab05_timeline": timeline,
            "lab05_butterfly": butterfly, "lab05_gpu": gpu}
