@@ -38,6 +38,7 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.svg"):
         old.unlink()
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
     sys.path.insert(0, str(HERE))
     written: dict[str, str] = {}
     problems: list[str] = []
