@@ -2,7 +2,6 @@
 library only. Each needs the tree's solutions/ folder."""
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -10,173 +9,63 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import grading
 import labcore
+import mutants
 from labcore import ROOT, BUILD_PACKAGES, Lab, ensure_packages
-
-# A mutant differs from its solution by one bug: at most this many lines added plus removed.
-MAX_MUTANT_DIFF = 16
-MUTANT_TEST_TIMEOUT = 30  # seconds; a mutant's test running longer counts as timed out
-
-
-# ---- the mutant catalogue --------------------------------------------------------------------
-
-@dataclass
-class Mutant:
-    lab: Lab
-    path: Path
-    bug: str = ""
-    chapter: str = ""
-    caught_by: list[str] = field(default_factory=list)
-    diff_lines: int = 0
-    problems: list[str] = field(default_factory=list)
-    results: dict[str, labcore.TestResult] = field(default_factory=dict)  # by Suite.Test[/param]
-
-    @property
-    def stem(self) -> str:
-        return self.path.stem
-
-    @property
-    def killers(self) -> list[str]:
-        """The graded tests that fail on this mutant by an assertion (not a crash or timeout)."""
-        return sorted(n for n, r in self.results.items() if r.status == "failed")
-
-    @property
-    def killed(self) -> bool:
-        return bool(self.killers) and not self.problems
-
-
-def read_mutant(lab: Lab, path: Path, root: Path = ROOT) -> Mutant:
-    """Parses a mutant's header (Mutant:, Bug:, Chapter:, Caught by:) and checks that the rest is
-    its lab's solution.cpp with one small change."""
-    mutant = Mutant(lab, path)
-    text = path.read_text(encoding="utf-8")
-    header, _, body = text.partition("\n\n")
-    fields: dict[str, str] = {}
-    last = None
-    for line in header.splitlines():
-        if not line.startswith("//"):
-            mutant.problems.append("the header is the leading '// ' lines up to the first blank line")
-            break
-        m = re.match(r"//\s*(Mutant|Bug|Chapter|Caught by):\s*(.*)$", line)
-        if m:
-            last = m.group(1)
-            fields[last] = m.group(2).strip()
-        elif last:
-            fields[last] += " " + line[2:].strip()
-    for name in ("Mutant", "Bug", "Chapter", "Caught by"):
-        if not fields.get(name):
-            mutant.problems.append(f"the header has no '{name}:' line")
-    mutant.bug = fields.get("Mutant", "")
-    m = re.search(r"\\ref\s+(\w+)", fields.get("Chapter", ""))
-    mutant.chapter = m.group(1) if m else fields.get("Chapter", "")
-    readme = (root / "labs" / lab.room / "README.md").read_text(encoding="utf-8")
-    if mutant.chapter and mutant.chapter not in grading.section_titles(readme):
-        mutant.problems.append(f"Chapter: {mutant.chapter} is not a section of the chapter")
-    mutant.caught_by = [t.strip() for t in fields.get("Caught by", "").split(",") if t.strip()]
-    solution = (root / "solutions" / lab.room / "solution.cpp").read_text(encoding="utf-8")
-    diff = [l for l in difflib.unified_diff(solution.splitlines(), body.splitlines(), lineterm="",
-                                            n=0)
-            if l[:1] in "+-" and not l.startswith(("+++", "---"))]
-    mutant.diff_lines = len(diff)
-    if not diff:
-        mutant.problems.append("it is the solution itself (no change)")
-    elif len(diff) > MAX_MUTANT_DIFF:
-        mutant.problems.append(f"{len(diff)} lines differ from solution.cpp (at most "
-                               f"{MAX_MUTANT_DIFF} for one bug): has the solution changed since?")
-    return mutant
-
-
-def catalogue(picked: list[Lab], root: Path = ROOT) -> list[Mutant]:
-    found = []
-    for lab in picked:
-        for path in sorted((root / "solutions" / lab.room / "mutants").glob("*.cpp")):
-            found.append(read_mutant(lab, path, root))
-    return found
-
-
-def run_mutants(mutants: list[Mutant], build: Path) -> None:
-    """Builds every mutant's test executable in `build` and runs each graded test of it in its own
-    process; fills in each mutant's results and problems."""
-    for lab in sorted({m.lab for m in mutants}, key=lambda lab: lab.number):
-        ok, output = labcore.build_target(build, f"{lab.target}_mutants")
-        if not ok:
-            # Build them one by one, so one that does not compile is named.
-            for m in (m for m in mutants if m.lab == lab):
-                ok, output = labcore.build_target(build, f"{lab.target}_mutant_{m.stem}", quiet=True)
-                if not ok:
-                    m.problems.append("does not compile: " + labcore.first_compiler_error(output))
-    jobs = []
-    for m in mutants:
-        exe = build / f"{m.lab.target}_mutant_{m.stem}"
-        if not exe.exists() or any(p.startswith("does not compile") for p in m.problems):
-            continue
-        for name in labcore.list_gtests(exe):
-            if not labcore.is_checks(labcore.test_key(name)):
-                jobs.append((m, exe, name))
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        outcomes = pool.map(lambda job: labcore.run_gtest_one(job[1], job[2], MUTANT_TEST_TIMEOUT), jobs)
-        for (m, _, name), result in zip(jobs, outcomes):
-            m.results[name] = result
-    for m in mutants:
-        if not m.results:
-            continue
-        failing_keys = {labcore.test_key(n) for n in m.killers}
-        known_keys = {labcore.test_key(n) for n in m.results}
-        for key in m.caught_by:
-            if key not in known_keys:
-                m.problems.append(f"Caught by: {key} is not a graded test of lab {m.lab.number}")
-            elif key not in failing_keys:
-                statuses = {r.status for n, r in m.results.items() if labcore.test_key(n) == key}
-                m.problems.append(f"Caught by: {key} does not fail by an assertion "
-                                  f"({', '.join(sorted(statuses))})")
-        if not m.killers:
-            crashed = [n for n, r in m.results.items() if r.status in ("crashed", "timed out")]
-            m.problems.append("survives every algorithm test" +
-                              (f" (only crashes/timeouts: {', '.join(crashed)})" if crashed else ""))
-
-
-def configure_mutants(root: Path = ROOT) -> Path:
-    build = root / "build" / "mutants"
-    labcore.configure(build, {"LAB_IMPL": "solution", "PA_MUTANTS": "ON", "PA_CUDA": "OFF",
-                              "PA_BENCHMARKS": "OFF"}, root)
-    return build
-
-
-def print_mutants(mutants: list[Mutant]) -> None:
-    lab = None
-    for m in mutants:
-        if m.lab != lab:
-            lab = m.lab
-            print(f"\nLab {lab.number} — {lab.title}: mutants")
-        graded = sum(r.status != "skipped" for r in m.results.values())
-        verdict = "killed  " if m.killed else "SURVIVES" if not m.killers else "PROBLEM "
-        names = [labcore.test_key(n) for n in m.killers]
-        shown = ", ".join(dict.fromkeys(names))
-        print(f"  {verdict} {m.stem:<32} {len(m.killers):>2}/{graded} tests  {m.bug}")
-        if shown:
-            print(f"{'':14}killed by: {shown if len(shown) < 150 else shown[:147] + '...'}")
-        for p in m.problems:
-            print(f"{'':14}! {p}")
-
 
 def cmd_mutants(args) -> int:
     labcore.require_solutions("mutants")
+    if args.new or args.save:
+        return edit_mutant(*(args.new or args.save), saving=bool(args.save))
     ensure_packages(BUILD_PACKAGES)
     picked = labcore.pick_labs(args.labs)
-    mutants = catalogue(picked)
-    if not mutants:
+    found = mutants.catalogue(picked)
+    if not found:
         sys.exit("tools/lab mutants: no mutants in solutions/*/mutants for these labs")
-    build = configure_mutants()
-    run_mutants(mutants, build)
-    print_mutants(mutants)
-    survivors = [m for m in mutants if not m.killed]
-    print(f"\n{len(mutants) - len(survivors)} of {len(mutants)} mutants killed by an algorithm test")
+    mutants.run(found, mutants.configure(found))
+    mutants.print_report(found)
+    survivors = [m for m in found if not m.killed]
+    print(f"\n{len(found) - len(survivors)} of {len(found)} mutants killed by an algorithm test")
     return 1 if survivors else 0
+
+
+def edit_mutant(number: str, stem: str, saving: bool) -> int:
+    """--new NN STEM: the scratch file to write a mutant in; --save NN STEM: its patch."""
+    lab = labcore.pick_labs([number])[0]
+    if not saving:
+        try:
+            scratch, stale = mutants.new(lab, stem)
+        except ValueError as e:
+            sys.exit(f"tools/lab mutants --new: {e}")
+        patch = mutants.patch_path(lab, stem)
+        if stale:
+            print(f"{patch.relative_to(ROOT)} no longer applies to solution.cpp:\n  "
+                  + "\n  ".join(stale) + "\nIts fields are kept; make its change again in the "
+                  "code. The old diff, to see what it changed:\n")
+            print(patch.read_text(encoding="utf-8").partition("\n\n")[2])
+        code = "the mutant" if patch.exists() and not stale else f"solutions/{lab.room}/solution.cpp"
+        print(f"tools/lab mutants --new: {scratch.relative_to(ROOT)} holds {code} under its four "
+              "fields.\n"
+              "  1. Fill in the fields: Mutant: (the bug, as a student would make it), Bug: (what "
+              "goes wrong),\n     Chapter: \\ref <section of the lab's README>, Caught by: "
+              "Suite.Test, ... (the graded tests\n     that must fail). A field may go on over "
+              "more '//' lines.\n"
+              "  2. Make the one change in the code below the blank line.\n"
+              f"  3. tools/lab mutants --save {lab.number} {stem}   (writes "
+              f"solutions/{lab.room}/mutants/{stem}.patch)\n"
+              f"  4. tools/lab mutants {lab.number}   (proves that its tests kill it)")
+        return 0
+    path, problems = mutants.save(lab, stem)
+    if problems:
+        print(f"tools/lab mutants --save: {path.relative_to(ROOT)}:\n  " + "\n  ".join(problems))
+        return 1
+    print(path.read_text(encoding="utf-8"))
+    print(f"tools/lab mutants --save: wrote {path.relative_to(ROOT)}. Now prove that its tests "
+          f"kill it: tools/lab mutants {lab.number}")
+    return 0
 
 
 # ---- check: the instructor's self-check --------------------------------------------------------
@@ -206,13 +95,13 @@ def cmd_check(args) -> int:
     labcore.configure(solution_build, {"LAB_IMPL": "solution"})
     solutions = grading.grade(picked, solution_build, timeout=60)
     print("== the mutants", flush=True)
-    mutants = catalogue(picked)
-    run_mutants(mutants, configure_mutants())
-    print_mutants(mutants)
+    found = mutants.catalogue(picked)
+    mutants.run(found, mutants.configure(found))
+    mutants.print_report(found)
 
     rows = []
     for lab, s, r in zip(picked, starters, solutions):
-        mine = [m for m in mutants if m.lab == lab]
+        mine = [m for m in found if m.lab == lab]
         not_impl = sum(t.status == "not implemented" for t in s.tests)
         passed = sum(t.status == "passed" for t in r.tests)
         killed = sum(m.killed for m in mine)
@@ -237,7 +126,7 @@ def cmd_check(args) -> int:
                 problems.append(f"solution {lab.number} {t.name}: {t.status} {t.detail}")
         if len(mine) < 6:
             problems.append(f"lab {lab.number}: {len(mine)} mutants (at least 6)")
-        problems += [f"mutant {lab.number}/{m.stem}: {p}" for m in mine for p in m.problems]
+        problems += mutants.problems(mine)
         rows.append((lab, len(r.tests), f"{not_impl}/{len(s.tests)}", ok_s,
                      f"{passed}/{len(r.tests)}", ok_r, f"{killed}/{len(mine)}", ok_m,
                      s.max_score))
@@ -251,9 +140,9 @@ def cmd_check(args) -> int:
     for lab, n, st, ok_s, so, ok_r, mu, ok_m, pts in rows:
         print(f"{lab.number:<4} {lab.title[:44]:<44} {n:>6} {pts:>6}  {st + ' ' + mark[ok_s]:<20} "
               f"{so + ' ' + mark[ok_r]:<18} {mu + ' ' + mark[ok_m]:<14}")
-    total_m = len(mutants)
+    total_m = len(found)
     print(f"{'all':<4} {'':<44} {sum(r[1] for r in rows):>6} {sum(r[8] for r in rows):>6}  "
-          f"{'':<20} {'':<18} {sum(m.killed for m in mutants)}/{total_m}")
+          f"{'':<20} {'':<18} {sum(m.killed for m in found)}/{total_m}")
     if problems:
         print("\nProblems:\n  " + "\n  ".join(problems))
         return 1

@@ -11,6 +11,8 @@ Students
 Instructors (need solutions/)
   test                                    build the solutions and run every test
   mutants [NN ...]                        build each mutant and show which tests kill it
+  mutants --new NN STEM, --save NN STEM   write a new mutant in a scratch copy of the solution,
+                                          then save it as solutions/NN-*/mutants/STEM.patch
   check                                   starters fail, solutions pass, mutants die: one matrix
   release OUTDIR                          write the student edition and verify it
   autograder OUTDIR                       write a Gradescope autograder bundle
@@ -145,6 +147,12 @@ def main() -> int:
 
     p = sub.add_parser("mutants", help="build every mutant and show which tests kill it")
     p.add_argument("labs", nargs="*", help="lab numbers (default: every lab)")
+    edit = p.add_mutually_exclusive_group()
+    edit.add_argument("--new", nargs=2, metavar=("NN", "STEM"),
+                      help="write a scratch copy of lab NN's solution (or of mutant STEM, if it "
+                           "exists) to edit into a mutant")
+    edit.add_argument("--save", nargs=2, metavar=("NN", "STEM"),
+                      help="save the edited scratch copy as solutions/NN-*/mutants/STEM.patch")
     p.set_defaults(func=cmd_mutants)
 
     p = sub.add_parser("check", help="starters fail, solutions pass, mutants die (instructors)")

@@ -73,7 +73,7 @@ function(pa_add_lab lab_dir)
   endif()
 
   file(GLOB mutants CONFIGURE_DEPENDS
-       "${PROJECT_SOURCE_DIR}/solutions/${lab_dir}/mutants/*.cpp")
+       "${PA_MUTANT_SOURCES}/${lab_dir}/*.cpp")
   if(PA_MUTANTS AND mutants)
     # The test file is compiled once and linked against every mutant. Mutants run on the
     # emulator only (the CUDA twins would skip without a GPU anyway).
