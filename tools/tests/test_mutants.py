@@ -1,5 +1,5 @@
 """Unit tests of the mutant catalogue as data: reading and applying unified diffs without `patch`
-(tools/patches.py), the mutant files' fields, stale mutants, --new/--save, and the catalogue itself
+(labkit/patches.py), the mutant files' fields, stale mutants, --new/--save, and the catalogue itself
 (every mutant applies, every one kept its Caught by through the conversion from whole copies).
 Run: python3 -m unittest discover -s tools/tests"""
 from __future__ import annotations
@@ -13,10 +13,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import labcore  # noqa: E402
-import mutants  # noqa: E402
-import patches  # noqa: E402
-from labcore import Lab  # noqa: E402
+from labkit import labs, mutants, patches  # noqa: E402
+from labkit.labs import Lab  # noqa: E402
+from labkit.paths import ROOT  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SOLUTION = "".join(f"line {i}\n" for i in range(1, 21))  # line 1 .. line 20
@@ -121,15 +120,15 @@ def scratch_tree(labs: list[Lab]) -> Path:
     root = Path(tempfile.mkdtemp(prefix="pa-mutants-"))
     for lab in labs:
         (root / "labs" / lab.room).mkdir(parents=True)
-        shutil.copy(labcore.ROOT / "labs" / lab.room / "README.md", root / "labs" / lab.room)
-        shutil.copytree(labcore.ROOT / "solutions" / lab.room, root / "solutions" / lab.room)
+        shutil.copy(ROOT / "labs" / lab.room / "README.md", root / "labs" / lab.room)
+        shutil.copytree(ROOT / "solutions" / lab.room, root / "solutions" / lab.room)
     return root
 
 
-@unittest.skipUnless(labcore.has_solutions(), "a student release has no mutants")
+@unittest.skipUnless(labs.has_solutions(), "a student release has no mutants")
 class Catalogue(unittest.TestCase):
     def test_every_mutant_has_its_fields_and_applies(self):
-        found = mutants.catalogue(labcore.labs())
+        found = mutants.catalogue(labs.labs())
         self.assertGreaterEqual(len(found), 45)
         for m in found:
             with self.subTest(f"{m.lab.number}/{m.stem}"):
@@ -140,8 +139,8 @@ class Catalogue(unittest.TestCase):
                 self.assertNotEqual(m.source, solution)
 
     def test_no_mutant_is_a_copy_of_its_solution(self):
-        for lab in labcore.labs():
-            folder = labcore.ROOT / "solutions" / lab.room / "mutants"
+        for lab in labs.labs():
+            folder = ROOT / "solutions" / lab.room / "mutants"
             with self.subTest(lab.number):
                 self.assertEqual(sorted(p.name for p in folder.iterdir()
                                         if not p.name.endswith(mutants.SUFFIX)), [])
@@ -154,7 +153,7 @@ class Catalogue(unittest.TestCase):
 
     def test_the_conversion_kept_every_mutant_and_its_caught_by(self):
         before = json.loads((HERE / "mutants_before_conversion.json").read_text())
-        now = {f"{m.lab.room}/{m.stem}": m for m in mutants.catalogue(labcore.labs())}
+        now = {f"{m.lab.room}/{m.stem}": m for m in mutants.catalogue(labs.labs())}
         for key, fields in before.items():
             with self.subTest(key):
                 self.assertIn(key, now)
@@ -165,7 +164,7 @@ class Catalogue(unittest.TestCase):
         """The scenario: a scratch copy of the tree, one line of a solution changed where a mutant
         has its context; the catalogue (what check and mutants read) names that mutant stale,
         with its file, hunk and line, and leaves the others alone."""
-        lab = next(l for l in labcore.labs() if l.number == "02")
+        lab = next(l for l in labs.labs() if l.number == "02")
         root = scratch_tree([lab])
         self.addCleanup(shutil.rmtree, root)
         target = root / "solutions" / lab.room / "mutants" / "corr_dropped.patch"
@@ -197,7 +196,7 @@ class Catalogue(unittest.TestCase):
         self.assertTrue((sources / lab.room / "denom_not_rescaled.cpp").exists())
 
     def test_sources_are_written_only_when_their_bytes_change(self):
-        lab = labcore.labs()[0]
+        lab = labs.labs()[0]
         root = scratch_tree([lab])
         self.addCleanup(shutil.rmtree, root)
         found = mutants.catalogue([lab], root)
@@ -236,10 +235,10 @@ class Fields(unittest.TestCase):
                          {k: v.strip() for k, v in fields.items()})
 
 
-@unittest.skipUnless(labcore.has_solutions(), "a student release has no solutions")
+@unittest.skipUnless(labs.has_solutions(), "a student release has no solutions")
 class NewAndSave(unittest.TestCase):
     def test_new_edit_save_round_trip(self):
-        lab = next(l for l in labcore.labs() if l.number == "01")
+        lab = next(l for l in labs.labs() if l.number == "01")
         root = scratch_tree([lab])
         self.addCleanup(shutil.rmtree, root)
         scratch, stale = mutants.new(lab, "my_new_bug", root)
@@ -277,7 +276,7 @@ class NewAndSave(unittest.TestCase):
                                                    solution.split(line + "\n", 1)[1]))
 
     def test_save_refuses_an_unchanged_copy_and_a_missing_field(self):
-        lab = next(l for l in labcore.labs() if l.number == "01")
+        lab = next(l for l in labs.labs() if l.number == "01")
         root = scratch_tree([lab])
         self.addCleanup(shutil.rmtree, root)
         mutants.new(lab, "nothing", root)

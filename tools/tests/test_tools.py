@@ -11,10 +11,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import grading  # noqa: E402
-import instructor  # noqa: E402
-import labcore  # noqa: E402
-from labcore import Lab  # noqa: E402
+from labkit import grading, labs, release, testrun  # noqa: E402
+from labkit.labs import Lab  # noqa: E402
+from labkit.paths import ROOT  # noqa: E402
 
 LAB = Lab("02", "02-online-softmax", "Paged attention with online softmax")
 
@@ -87,23 +86,23 @@ class StatusWords(unittest.TestCase):
                   ("skipped", "no CUDA device"))]
         for word, output, expected in cases:
             with self.subTest(word):
-                self.assertEqual(labcore.classify(word, output), expected)
+                self.assertEqual(testrun.classify(word, output), expected)
 
     def test_test_key(self):
-        self.assertEqual(labcore.test_key("lab05.PagedAttentionV1.OneToken/Emulator  # GetParam() = emulator"),
+        self.assertEqual(testrun.test_key("lab05.PagedAttentionV1.OneToken/Emulator  # GetParam() = emulator"),
                          "PagedAttentionV1.OneToken")
-        self.assertEqual(labcore.test_key("lab02.Suite.Test"), "Suite.Test")
-        self.assertEqual(labcore.test_key("Inst/Suite.Test/3"), "Suite.Test")
+        self.assertEqual(testrun.test_key("lab02.Suite.Test"), "Suite.Test")
+        self.assertEqual(testrun.test_key("Inst/Suite.Test/3"), "Suite.Test")
 
 
 class Chapters(unittest.TestCase):
     def test_every_chapter_table_parses_and_points_at_real_sections(self):
-        for lab in labcore.labs():
+        for lab in labs.labs():
             with self.subTest(lab.number):
                 rows = grading.read_table(lab)
                 graded = [r for r in rows.values() if r.points]
                 self.assertGreaterEqual(len(graded), 10)
-                readme = (labcore.ROOT / "labs" / lab.room / "README.md").read_text()
+                readme = (ROOT / "labs" / lab.room / "README.md").read_text()
                 titles = grading.section_titles(readme)
                 for r in graded:
                     self.assertIn(r.section, titles, f"{r.key}: \\ref {r.section}")
@@ -111,7 +110,7 @@ class Chapters(unittest.TestCase):
                     self.assertNotIn("\\f$", r.hint, f"{r.key}: a hint is plain words")
 
     def test_table_errors_name_the_line(self):
-        bad = labcore.ROOT / "build" / "tools-unit" / "labs" / "02-online-softmax"
+        bad = ROOT / "build" / "tools-unit" / "labs" / "02-online-softmax"
         bad.mkdir(parents=True, exist_ok=True)
         (bad / "README.md").write_text("# Lab 02 — x {#lab_02}\n\n## What the tests prove {#lab_02_tests}\n\n"
                                        "| test | pts | what it pins | hint |\n|---|---|---|---|\n"
@@ -123,9 +122,9 @@ class Chapters(unittest.TestCase):
 class Release(unittest.TestCase):
     def test_instructor_blocks_and_presets_are_dropped(self):
         text = "a\n<!-- instructor -->\nsecret\n<!-- /instructor -->\nb\n"
-        self.assertEqual(instructor.strip_instructor_blocks(text), "a\nb\n")
-        presets = json.loads(instructor.student_presets(
-            (labcore.ROOT / "CMakePresets.json").read_text()))
+        self.assertEqual(release.strip_instructor_blocks(text), "a\nb\n")
+        presets = json.loads(release.student_presets(
+            (ROOT / "CMakePresets.json").read_text()))
         names = [p["name"] for p in presets["configurePresets"]]
         self.assertIn("starter", names)
         self.assertNotIn("solution", names)

@@ -9,8 +9,10 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import labcore
-from labcore import Lab, TestResult
+from labkit import build as cmake
+from labkit import testrun
+from labkit.labs import Lab
+from labkit.paths import ROOT, shown
 
 # ---- points and hints: the chapter's table ---------------------------------------------------
 
@@ -34,7 +36,7 @@ def section_titles(readme: str) -> dict[str, str]:
             for m in re.finditer(r"^#+\s*(.*?)\s*\{#(\w+)\}\s*$", readme, re.M)}
 
 
-def read_table(lab: Lab, root: Path = labcore.ROOT) -> dict[str, Row]:
+def read_table(lab: Lab, root: Path = ROOT) -> dict[str, Row]:
     """The rows of lab's "What the tests prove" table (columns test | pts | what it pins | hint),
     by `Suite.Test`. Raises TableError naming the file and line of anything malformed."""
     path = root / "labs" / lab.room / "README.md"
@@ -134,50 +136,101 @@ def hint_text(lab: Lab, row: Row | None, root: Path) -> str:
     return f"{plain(row.hint, titles)} (§ {titles.get(row.section, row.section)})"
 
 
-def grade(labs: list[Lab], build: Path, root: Path = labcore.ROOT, timeout: int = 20,
-          quiet: bool = False) -> list[LabGrade]:
-    """Builds each lab's test target on its own in `build` (already configured), runs the graded
-    tests of the labs that built, and scores them from their chapters' tables."""
-    grades: dict[str, LabGrade] = {}
+class Progress:
+    """One line per step of a grading run, with the time since it began: `[ 1:23] lab 02 ...`."""
+
+    def __init__(self, quiet: bool = False):
+        self.start = time.monotonic()
+        self.quiet = quiet
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            seconds = int(time.monotonic() - self.start)
+            print(f"[{seconds // 60:2d}:{seconds % 60:02d}] {text}", flush=True)
+
+
+def grade(labs: list[Lab], build: Path, root: Path = ROOT, timeout: int = 20,
+          quiet: bool = False, progress: Progress | None = None) -> list[LabGrade]:
+    """Builds each lab's test target on its own in `build` (already configured) and runs its
+    graded tests, one lab after the other (a line for each step unless `quiet`), and scores them
+    from their chapters' tables."""
+    say = progress or Progress(quiet)
+    grades: list[LabGrade] = []
     for lab in labs:
-        ok, output = labcore.build_target(build, lab.target, quiet=quiet)
-        grades[lab.number] = LabGrade(lab, ok, "" if ok else labcore.first_compiler_error(output, root))
-    built = [lab for lab in labs if grades[lab.number].built]
-    selected = "|".join(f"^{lab.target}$" for lab in built)
-    results = labcore.ctest(build, selected, build / "grade-junit.xml", timeout) if selected else {}
-    for lab in labs:
-        g = grades[lab.number]
-        table = read_table(lab, root)
-        graded_rows = {k: r for k, r in table.items() if r.points}
-        if not g.built:
-            for key, row in graded_rows.items():
-                g.tests.append(Graded(lab, key, key, "did not build", g.build_error, 0, row.points,
-                                      hint_text(lab, row, root)))
+        say(f"lab {lab.number} building   ({lab.title})")
+        ok, output = cmake.build_target(build, lab.target, quiet=True)
+        g = LabGrade(lab, ok, "" if ok else cmake.first_compiler_error(output, root))
+        results = {}
+        if ok:
+            say(f"lab {lab.number} testing")
+            results = testrun.ctest(build, f"^{lab.target}$", build / "grade-junit.xml", timeout)
+        score(g, results, root)
+        say(f"lab {lab.number} " + (f"done       {g.score} / {g.max_score} points" if ok else
+                                    f"did not build: {g.build_error}"))
+        grades.append(g)
+    return grades
+
+
+def score(g: LabGrade, results: dict[str, testrun.TestResult], root: Path = ROOT) -> None:
+    """Fills in `g` from its lab's test results (none when it did not build) and the chapter's
+    table: points, hints, skipped tests, and the tests the table and the binary disagree on."""
+    lab = g.lab
+    table = read_table(lab, root)
+    graded_rows = {k: r for k, r in table.items() if r.points}
+    if not g.built:
+        for key, row in graded_rows.items():
+            g.tests.append(Graded(lab, key, key, "did not build", g.build_error, 0, row.points,
+                                  hint_text(lab, row, root)))
+        return
+    mine = {n: r for n, r in results.items() if n.startswith(lab.target + ".")
+            and not testrun.is_checks(r.key)}
+    seen = set()
+    for name, r in sorted(mine.items()):
+        if r.status == "skipped":
+            g.skipped[name[len(lab.target) + 1:]] = r.detail
             continue
-        mine = {n: r for n, r in results.items() if n.startswith(lab.target + ".")
-                and not labcore.is_checks(r.key)}
-        seen = set()
-        for name, r in sorted(mine.items()):
-            if r.status == "skipped":
-                g.skipped[name[len(lab.target) + 1:]] = r.detail
-                continue
-            row = table.get(r.key)
-            seen.add(r.key)
-            if row is None:
-                g.unlisted.append(r.key)
-            max_points = row.points if row else 1
-            g.tests.append(Graded(lab, r.key, name[len(lab.target) + 1:].split("  # ")[0],
-                                  r.status, r.detail,
-                                  max_points if r.status == "passed" else 0, max_points,
-                                  hint_text(lab, row, root), r.seconds))
-        order = {key: i for i, key in enumerate(table)}  # the chapter's order, not the alphabet
-        g.tests.sort(key=lambda t: (order.get(t.key, len(order)), t.name))
-        skipped_keys = {labcore.test_key(n) for n in g.skipped}
-        g.unrun = sorted(k for k in graded_rows if k not in seen and k not in skipped_keys)
-    return [grades[lab.number] for lab in labs]
+        row = table.get(r.key)
+        seen.add(r.key)
+        if row is None:
+            g.unlisted.append(r.key)
+        max_points = row.points if row else 1
+        g.tests.append(Graded(lab, r.key, name[len(lab.target) + 1:].split("  # ")[0],
+                              r.status, r.detail,
+                              max_points if r.status == "passed" else 0, max_points,
+                              hint_text(lab, row, root), r.seconds))
+    order = {key: i for i, key in enumerate(table)}  # the chapter's order, not the alphabet
+    g.tests.sort(key=lambda t: (order.get(t.key, len(order)), t.name))
+    skipped_keys = {testrun.test_key(n) for n in g.skipped}
+    g.unrun = sorted(k for k in graded_rows if k not in seen and k not in skipped_keys)
 
 
 # ---- the reports -----------------------------------------------------------------------------
+
+COLUMNS = ("points", "result", "test", "where or why")
+
+
+def why(t: Graded) -> str:
+    """The table's last column: where a test stopped, or why it did not pass."""
+    if t.status == "passed":
+        return ""
+    if t.status == "not implemented":
+        return f"reached {t.detail}()" if t.detail else ""
+    if t.status == "crashed":
+        return f"signal {t.detail}" if t.detail.startswith("SIG") else t.detail
+    return t.detail
+
+
+def exit_line(grades: list[LabGrade]) -> str:
+    """The last line of a grading run: what its exit status will be, and why."""
+    if complete(grades):
+        return "Exit status 0: full marks."
+    return ("Exit status 1: not every graded test passes yet. That is expected while you work, "
+            "not an error; it is 0 at full marks.")
+
+
+def complete(grades: list[LabGrade]) -> bool:
+    return all(g.built and g.tests and g.score == g.max_score for g in grades)
+
 
 def print_table(grades: list[LabGrade], build: Path) -> None:
     for g in grades:
@@ -187,18 +240,14 @@ def print_table(grades: list[LabGrade], build: Path) -> None:
             print(f"  did not build: {g.build_error}")
             print(f"  ({len(g.tests)} graded tests not run)\n")
             continue
-        width = max((len(t.name) for t in g.tests), default=10)
+        width = max([len(t.name) for t in g.tests] + [len(COLUMNS[2])])
+        print(f"  {COLUMNS[0]:>6}  {COLUMNS[1]:<15}  {COLUMNS[2]:<{width}}  {COLUMNS[3]}")
         for t in g.tests:
             pts = f"{t.points}/{t.max_points}"
-            line = f"  {pts:>5}  {t.status:<15}  {t.name:<{width}}"
-            detail = t.detail
-            if t.status == "crashed":
-                detail = f"signal {t.detail}" if t.detail.startswith("SIG") else t.detail
-            if detail and t.status != "passed":
-                line += f"  {detail}"
+            line = f"  {pts:>6}  {t.status:<15}  {t.name:<{width}}  {why(t)}"
             print(line.rstrip())
             if t.status in ("failed", "crashed", "timed out") and t.hint:
-                print(f"{'':24}hint: {t.hint}")
+                print(f"{'':27}hint: {t.hint}")
         if g.skipped:
             reasons = "; ".join(sorted(set(g.skipped.values())))
             print(f"  ({len(g.skipped)} tests skipped and not graded: {reasons})")
@@ -206,9 +255,11 @@ def print_table(grades: list[LabGrade], build: Path) -> None:
     total = sum(g.score for g in grades)
     most = sum(g.max_score for g in grades)
     print(f"Total: {total} / {most} points")
-    print("Grade one lab: tools/lab grade NN    Full output of one test: "
-          f"ctest --test-dir {build.relative_to(labcore.ROOT) if build.is_relative_to(labcore.ROOT) else build} "
-          "-R <name> --output-on-failure")
+    print(f"Full output of one test: ctest --test-dir {shown(build)} -R <test> "
+          "--output-on-failure")
+    if len(grades) > 1:
+        print("Grade one lab: tools/lab grade NN")
+    print(exit_line(grades))
 
 
 def gradescope(grades: list[LabGrade], seconds: float) -> dict:
@@ -325,9 +376,3 @@ def junit(grades: list[LabGrade]) -> ET.ElementTree:
             ET.SubElement(case, "skipped", message=reason)
     ET.indent(suites)
     return ET.ElementTree(suites)
-
-
-def timed_grade(labs, build, root, timeout, quiet=False):
-    start = time.monotonic()
-    grades = grade(labs, build, root, timeout, quiet)
-    return grades, time.monotonic() - start

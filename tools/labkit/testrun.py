@@ -1,160 +1,16 @@
-"""What every `tools/lab` command shares: the tree's labs, installing Debian packages, configuring
-and building with CMake, and running one test per process (ctest, or a test binary directly).
-Python 3 standard library only."""
+"""Running tests and reading what happened: ctest over a build folder, or one GoogleTest test of
+a binary in its own process (as ctest would), each classified as passed / failed / not
+implemented / crashed / timed out / skipped, with the detail that explains it."""
 from __future__ import annotations
 
 import json
 import os
 import re
-import shutil
+import signal
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-
-# What building and testing the labs needs, as Debian/Ubuntu package names.
-BUILD_PACKAGES = [
-    "cmake", "ninja-build", "g++", "libgtest-dev", "libeigen3-dev",
-    "libboost-context-dev", "libbenchmark-dev",
-]
-
-
-# ---- installing what is missing -------------------------------------------------------------
-
-def missing_packages(packages: list[str]) -> list[str]:
-    """The packages of `packages` that dpkg does not report as installed."""
-    if shutil.which("dpkg-query") is None:
-        return []  # not a Debian-family system: let CMake say what it cannot find
-    missing = []
-    for pkg in packages:
-        out = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg],
-                             capture_output=True, text=True)
-        if out.returncode != 0 or "install ok installed" not in out.stdout:
-            missing.append(pkg)
-    return missing
-
-
-def ensure_packages(packages: list[str]) -> None:
-    """Installs the missing ones of `packages` with apt-get when root or with password-less sudo;
-    otherwise prints the exact command to run and exits with status 1."""
-    missing = missing_packages(packages)
-    if not missing:
-        return
-    install = ["apt-get", "install", "-y", "--no-install-recommends", *missing]
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    if os.geteuid() == 0:
-        prefix = []
-    elif shutil.which("sudo") and subprocess.run(["sudo", "-n", "true"],
-                                                 capture_output=True).returncode == 0:
-        prefix = ["sudo", "-n"]
-    else:
-        print("tools/lab: these Debian packages are missing: " + " ".join(missing))
-        print("Install them with:\n  sudo apt-get update && sudo " + " ".join(install))
-        sys.exit(1)
-    print("tools/lab: installing " + " ".join(missing), flush=True)
-    subprocess.run(prefix + ["apt-get", "update", "-qq"], check=True, env=env)
-    subprocess.run(prefix + install, check=True, env=env)
-
-
-# ---- the labs of a tree -----------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Lab:
-    number: str   # "02"
-    room: str     # "02-online-softmax"
-    title: str    # "Paged attention with online softmax"
-
-    @property
-    def target(self) -> str:
-        return f"lab{self.number}"
-
-
-def labs(root: Path = ROOT) -> list[Lab]:
-    """Every lab room of the tree at `root`, in the book's order."""
-    found = []
-    for room in sorted((root / "labs").glob("[0-9][0-9]-*")):
-        title = room.name[3:]
-        readme = room / "README.md"
-        if readme.exists():
-            first = readme.read_text(encoding="utf-8").splitlines()[0]
-            m = re.match(r"#\s*Lab\s+\d+\s*[—-]\s*(.*?)\s*(\{#[^}]*\})?\s*$", first)
-            if m:
-                title = m.group(1)
-        found.append(Lab(room.name[:2], room.name, title))
-    return found
-
-
-def pick_labs(wanted: list[str], root: Path = ROOT) -> list[Lab]:
-    """The labs named by number in `wanted` (every lab when empty); exits on an unknown one."""
-    every = labs(root)
-    if not wanted:
-        return every
-    by_number = {lab.number: lab for lab in every}
-    picked = []
-    for n in wanted:
-        n = n.zfill(2)
-        if n not in by_number:
-            sys.exit(f"tools/lab: there is no lab {n} (labs: {', '.join(by_number)})")
-        picked.append(by_number[n])
-    return picked
-
-
-def has_solutions(root: Path = ROOT) -> bool:
-    return (root / "solutions").is_dir()
-
-
-def require_solutions(command: str, root: Path = ROOT) -> None:
-    if not has_solutions(root):
-        sys.exit(f"tools/lab {command} is an instructor command and needs solutions/, which this "
-                 "tree (a student release) does not have. Students: tools/lab grade")
-
-
-# ---- configuring and building -----------------------------------------------------------------
-
-def run(cmd: list[str], cwd: Path = ROOT, quiet: bool = False, **kw) -> subprocess.CompletedProcess:
-    if not quiet:
-        print("$ " + " ".join(str(c) for c in cmd), flush=True)
-    return subprocess.run([str(c) for c in cmd], cwd=cwd, **kw)
-
-
-def build_env() -> dict:
-    return dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL=str(os.cpu_count() or 2))
-
-
-def configure(build: Path, options: dict[str, str], root: Path = ROOT, quiet: bool = False) -> None:
-    """Configures (or re-configures) `build` from the tree at `root` with the -D `options`;
-    every lab is built (PA_LABS empty) unless `options` says otherwise."""
-    # PA_CUDA=OFF in the environment leaves nvcc out (a machine, or a CI step, without a GPU).
-    cuda = {"PA_CUDA": os.environ["PA_CUDA"]} if os.environ.get("PA_CUDA") else {}
-    defs = [f"-D{k}={v}" for k, v in {"PA_LABS": "", **cuda, **options}.items()]
-    if (build / "CMakeCache.txt").exists():
-        cmd = ["cmake", "-B", str(build), *defs]
-    else:
-        cmd = ["cmake", "-S", str(root), "-B", str(build), "-G", "Ninja",
-               "-DCMAKE_BUILD_TYPE=Release", *defs]
-    done = run(cmd, cwd=root, quiet=quiet, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.stderr.write(done.stdout + done.stderr)
-        sys.exit("tools/lab: CMake could not configure the project (see above)")
-
-
-def build_target(build: Path, target: str, quiet: bool = False) -> tuple[bool, str]:
-    """Builds one target; returns (success, the build's output)."""
-    done = run(["cmake", "--build", str(build), "--target", target], quiet=quiet,
-               env=build_env(), capture_output=True, text=True)
-    return done.returncode == 0, done.stdout + done.stderr
-
-
-def first_compiler_error(output: str, root: Path = ROOT) -> str:
-    """The first compiler error of a build's output, as "path:line: message"."""
-    for line in output.splitlines():
-        if re.search(r"\berror\b", line) and not line.startswith(("FAILED:", "ninja:")):
-            return line.replace(str(root) + "/", "").strip()[:300]
-    tail = [l for l in output.splitlines() if l.strip()]
-    return tail[-1][:300] if tail else "the build failed"
 
 
 # ---- running tests ---------------------------------------------------------------------------
@@ -292,7 +148,6 @@ def run_gtest_one(exe: Path, gtest_name: str, timeout: float) -> TestResult:
     if done.returncode == 0 and "[  SKIPPED ]" in output:
         return TestResult(gtest_name, "skipped", output)
     if done.returncode < 0:
-        import signal
         return TestResult(gtest_name, "crashed", output,
                           detail=signal.Signals(-done.returncode).name)
     status, detail = classify("***Failed", output)

@@ -6,12 +6,13 @@ ones, clears the screen and shows the score and the first test that does not pas
 hint. Ctrl-C stops it."""
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
-import grading
-import labcore
+from labkit import build as cmake
+from labkit import grading
+from labkit.labs import Lab, pick, require_solutions
+from labkit.paths import build_dir, shown
 
 CLEAR = "\033[2J\033[H"
 
@@ -20,7 +21,7 @@ def snapshot(room: Path) -> dict[str, float]:
     return {str(p): p.stat().st_mtime for p in sorted(room.rglob("*")) if p.is_file()}
 
 
-def show(lab: labcore.Lab, build: Path, impl: str) -> None:
+def show(lab: Lab, build: Path, impl: str) -> None:
     started = time.strftime("%H:%M:%S")
     print(f"{CLEAR}tools/lab watch {lab.number} — {lab.title}   ({impl}, graded at {started})\n",
           flush=True)
@@ -38,20 +39,19 @@ def show(lab: labcore.Lab, build: Path, impl: str) -> None:
                   + (f": {first.detail}" if first.detail else ""))
             if first.hint:
                 print(f"  hint: {first.hint}")
-            print(f"\n  its whole output: ctest --test-dir {build.relative_to(labcore.ROOT)} "
+            print(f"\n  its whole output: ctest --test-dir {shown(build)} "
                   f"-R '{lab.target}.{first.name}' --output-on-failure")
     print(f"\nWatching labs/{lab.room}/ — save a file to grade again; Ctrl-C stops.", flush=True)
 
 
 def main(args) -> int:
-    labcore.ensure_packages(labcore.BUILD_PACKAGES)
-    lab = labcore.pick_labs([args.lab])[0]
+    lab = pick([args.lab])[0]
     if args.impl == "solution":
-        labcore.require_solutions("watch --impl solution")
-    build = labcore.ROOT / "build" / args.impl
-    room = labcore.ROOT / "labs" / lab.room
+        require_solutions("watch --impl solution")
+    build = build_dir(args.impl)
+    room = lab.folder()
     try:
-        labcore.configure(build, {"LAB_IMPL": args.impl, "PA_TEST_TIMEOUT": "20"}, quiet=True)
+        cmake.configure(build, {"LAB_IMPL": args.impl, "PA_TEST_TIMEOUT": "20"}, quiet=True)
         seen = snapshot(room)
         show(lab, build, args.impl)
         while True:

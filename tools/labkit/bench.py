@@ -17,16 +17,15 @@ import platform
 import re
 import shutil
 import subprocess
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
-import labcore
-from labcore import ROOT, Lab
+from labkit import build as cmake
+from labkit.labs import Lab, has_solutions, labs, pick
+from labkit.paths import ROOT, build_dir, shown
 
-PLOT_PACKAGES = ["gnuplot-nox"]
-OUT = ROOT / "build" / "bench"
+OUT = build_dir("bench")
 BOOK = ROOT / "docs" / "figures" / "bench"
 
 
@@ -239,20 +238,19 @@ plot {', '.join(plots)}
 
 
 def main(args) -> int:
-    labcore.ensure_packages(labcore.BUILD_PACKAGES + PLOT_PACKAGES)
-    impl = args.impl or ("solution" if labcore.has_solutions() else "starter")
-    with_bench = [lab for lab in labcore.labs() if (ROOT / "labs" / lab.room / "bench_lab.cpp").exists()]
-    picked = labcore.pick_labs(args.labs) if args.labs else with_bench
+    impl = args.impl or ("solution" if has_solutions() else "starter")
+    with_bench = [lab for lab in labs() if (lab.folder() / "bench_lab.cpp").exists()]
+    picked = pick(args.labs) if args.labs else with_bench
     start = time.monotonic()
     # A build of its own, compiled for this machine's CPU: a benchmark measures what this
     # machine can do (with the portable flags Eigen stays on SSE2, and a float64 dot product
     # runs at half the speed of a plain read). Every file of it gets the same flags, so no two
     # files disagree on Eigen's vector width or alignment.
-    build = ROOT / "build" / f"bench-{impl}"
+    build = build_dir(f"bench-{impl}")
     flags = native_flags()
     # The GPU benchmarks run only where there is a GPU; elsewhere nvcc's long build buys nothing.
     options = {} if os.environ.get("PA_CUDA") else {"PA_CUDA": "ON" if gpu_present() else "OFF"}
-    labcore.configure(build, {**options, "LAB_IMPL": impl, "PA_BENCHMARKS": "ON", "CMAKE_CXX_FLAGS": flags,
+    cmake.configure(build, {**options, "LAB_IMPL": impl, "PA_BENCHMARKS": "ON", "CMAKE_CXX_FLAGS": flags,
                               "CMAKE_CUDA_FLAGS": f"-Xcompiler={flags.replace(' ', ',')}"
                               if flags else ""})
     OUT.mkdir(parents=True, exist_ok=True)
@@ -264,14 +262,14 @@ def main(args) -> int:
         if lab not in with_bench:
             print(f"Lab {lab.number} has no bench_lab.cpp")
             continue
-        ok, output = labcore.build_target(build, f"{lab.target}_bench")
+        ok, output = cmake.build_target(build, f"{lab.target}_bench")
         if not ok:
             print(f"Lab {lab.number}: the benchmark does not build: "
-                  f"{labcore.first_compiler_error(output)}")
+                  f"{cmake.first_compiler_error(output)}")
             status = 1
             continue
         result = OUT / f"{lab.target}.json"
-        done = labcore.run([build / f"{lab.target}_bench", "--benchmark_format=console",
+        done = cmake.run([build / f"{lab.target}_bench", "--benchmark_format=console",
                             f"--benchmark_out={result}", "--benchmark_out_format=json",
                             f"--benchmark_min_time={args.min_time}"])
         if done.returncode != 0 or not result.exists():
@@ -283,7 +281,7 @@ def main(args) -> int:
         summary += [(lab, *line) for line in lines]
         svg = OUT / f"{lab.target}.svg"
         if plot(lab, runs, svg, where):
-            print(f"  plot: {svg.relative_to(ROOT)}")
+            print(f"  plot: {shown(svg)}")
             if args.book:
                 BOOK.mkdir(parents=True, exist_ok=True)
                 shutil.copy(svg, BOOK / f"bench_{svg.name}")
@@ -294,5 +292,5 @@ def main(args) -> int:
     for lab, what, figure, met in summary:
         flag = "" if met is None else ("target met" if met else "target NOT met")
         print(f"  lab {lab.number}  {what:<70} {figure:<28} {flag}")
-    print(f"tools/lab bench: {time.monotonic() - start:.0f} s; results in {OUT.relative_to(ROOT)}/")
+    print(f"tools/lab bench: {time.monotonic() - start:.0f} s; results in {shown(OUT)}/")
     return status

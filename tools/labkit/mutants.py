@@ -13,7 +13,7 @@ A mutant file is a header of fields, a blank line, and a unified diff against so
     @@ -120,7 +120,7 @@
     ...
 
-tools/lab applies each one to the current solution (tools/patches.py) and writes the result to
+tools/lab applies each one to the current solution (labkit/patches.py) and writes the result to
 build/mutants/sources/<NN-name>/<stem>.cpp, which CMake (PA_MUTANT_SOURCES) builds into
 labNN_mutant_<stem>. A mutant whose diff no longer fits the solution is stale, and fails."""
 from __future__ import annotations
@@ -25,10 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import grading
-import labcore
-import patches
-from labcore import ROOT, Lab
+from labkit import build as cmake
+from labkit import grading, patches, testrun
+from labkit.labs import Lab
+from labkit.paths import ROOT, build_dir, shown
 
 FIELDS = ("Mutant", "Bug", "Chapter", "Caught by")
 TARGET = "solution.cpp"      # the file every mutant patches, relative to solutions/NN-name/
@@ -48,7 +48,7 @@ class Mutant:
     source: str | None = None     # solution.cpp with the diff applied; None when it cannot be
     stale: bool = False
     problems: list[str] = field(default_factory=list)
-    results: dict[str, labcore.TestResult] = field(default_factory=dict)  # by Suite.Test[/param]
+    results: dict[str, testrun.TestResult] = field(default_factory=dict)  # by Suite.Test[/param]
 
     @property
     def stem(self) -> str:
@@ -109,14 +109,14 @@ def render(fields: dict[str, str], diff_lines: list[str], width: int = 100) -> s
 
 
 def solution_path(lab: Lab, root: Path = ROOT) -> Path:
-    return root / "solutions" / lab.room / TARGET
+    return lab.solution_folder(root) / TARGET
 
 
 def read_mutant(lab: Lab, path: Path, root: Path = ROOT) -> Mutant:
     """Parses a mutant file and applies it to the lab's current solution.cpp; a mutant that does
     not apply is stale (its problems say where)."""
     mutant = Mutant(lab, path)
-    where = path.relative_to(root) if path.is_relative_to(root) else path
+    where = shown(path, root)
     fields, diff_lines, problems = split(path.read_text(encoding="utf-8"))
     mutant.problems += problems
     mutant.bug = fields.get("Mutant", "")
@@ -126,17 +126,17 @@ def read_mutant(lab: Lab, path: Path, root: Path = ROOT) -> Mutant:
     mutant.caught_by = [t.strip() for t in fields.get("Caught by", "").split(",") if t.strip()]
     if not STEM.match(mutant.stem):
         mutant.problems.append(f"the name {path.name!r} is not <lowercase_words>{SUFFIX}")
-    readme = (root / "labs" / lab.room / "README.md").read_text(encoding="utf-8")
+    readme = (lab.folder(root) / "README.md").read_text(encoding="utf-8")
     if mutant.chapter and mutant.chapter not in grading.section_titles(readme):
         mutant.problems.append(f"Chapter: {mutant.chapter} is not a section of the chapter")
     try:
-        diff = patches.parse(diff_lines, str(where))
+        diff = patches.parse(diff_lines, where)
         for name in (diff.old_file, diff.new_file):
             if name != TARGET:
                 raise patches.PatchError(f"{where}: the diff names {name!r}; a mutant patches "
                                          f"{TARGET} (relative to solutions/{lab.room}/)")
         mutant.source = patches.apply(diff, solution_path(lab, root).read_text(encoding="utf-8"),
-                                      str(where))
+                                      where)
     except patches.PatchError as e:
         mutant.stale = "stale" in str(e)
         mutant.problems.append(("stale: " if mutant.stale else "") + str(e))
@@ -146,16 +146,12 @@ def read_mutant(lab: Lab, path: Path, root: Path = ROOT) -> Mutant:
 def catalogue(picked: list[Lab], root: Path = ROOT) -> list[Mutant]:
     found = []
     for lab in picked:
-        for path in sorted((root / "solutions" / lab.room / "mutants").glob("*" + SUFFIX)):
+        for path in sorted((lab.solution_folder(root) / "mutants").glob("*" + SUFFIX)):
             found.append(read_mutant(lab, path, root))
     return found
 
 
 # ---- building and running them -----------------------------------------------------------------
-
-def build_dir(root: Path = ROOT) -> Path:
-    return root / "build" / "mutants"
-
 
 def write_sources(mutants: list[Mutant], sources: Path) -> None:
     """Writes each applicable mutant's source to sources/<NN-name>/<stem>.cpp (only when its bytes
@@ -177,10 +173,10 @@ def write_sources(mutants: list[Mutant], sources: Path) -> None:
 
 def configure(mutants: list[Mutant], root: Path = ROOT) -> Path:
     """Writes the mutants' sources and configures the mutants' build folder; returns it."""
-    build = build_dir(root)
+    build = build_dir("mutants", root)
     sources = build / "sources"
     write_sources(mutants, sources)
-    labcore.configure(build, {"LAB_IMPL": "solution", "PA_MUTANTS": "ON",
+    cmake.configure(build, {"LAB_IMPL": "solution", "PA_MUTANTS": "ON",
                               "PA_MUTANT_SOURCES": str(sources), "PA_CUDA": "OFF",
                               "PA_BENCHMARKS": "OFF"}, root)
     return build
@@ -191,37 +187,37 @@ def run(mutants: list[Mutant], build: Path) -> None:
     in its own process; fills in each mutant's results and problems."""
     live = [m for m in mutants if m.source is not None]
     for lab in sorted({m.lab for m in live}, key=lambda lab: lab.number):
-        ok, output = labcore.build_target(build, f"{lab.target}_mutants")
+        ok, output = cmake.build_target(build, f"{lab.target}_mutants")
         if not ok:
             # Build them one by one, so one that does not compile is named.
             for m in (m for m in live if m.lab == lab):
-                ok, output = labcore.build_target(build, f"{lab.target}_mutant_{m.stem}",
+                ok, output = cmake.build_target(build, f"{lab.target}_mutant_{m.stem}",
                                                   quiet=True)
                 if not ok:
-                    m.problems.append("does not compile: " + labcore.first_compiler_error(output))
+                    m.problems.append("does not compile: " + cmake.first_compiler_error(output))
     jobs = []
     for m in live:
         exe = build / f"{m.lab.target}_mutant_{m.stem}"
         if not exe.exists() or any(p.startswith("does not compile") for p in m.problems):
             continue
-        for name in labcore.list_gtests(exe):
-            if not labcore.is_checks(labcore.test_key(name)):
+        for name in testrun.list_gtests(exe):
+            if not testrun.is_checks(testrun.test_key(name)):
                 jobs.append((m, exe, name))
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        outcomes = pool.map(lambda job: labcore.run_gtest_one(job[1], job[2], MUTANT_TEST_TIMEOUT),
+        outcomes = pool.map(lambda job: testrun.run_gtest_one(job[1], job[2], MUTANT_TEST_TIMEOUT),
                             jobs)
         for (m, _, name), result in zip(jobs, outcomes):
             m.results[name] = result
     for m in live:
         if not m.results:
             continue
-        failing_keys = {labcore.test_key(n) for n in m.killers}
-        known_keys = {labcore.test_key(n) for n in m.results}
+        failing_keys = {testrun.test_key(n) for n in m.killers}
+        known_keys = {testrun.test_key(n) for n in m.results}
         for key in m.caught_by:
             if key not in known_keys:
                 m.problems.append(f"Caught by: {key} is not a graded test of lab {m.lab.number}")
             elif key not in failing_keys:
-                statuses = {r.status for n, r in m.results.items() if labcore.test_key(n) == key}
+                statuses = {r.status for n, r in m.results.items() if testrun.test_key(n) == key}
                 m.problems.append(f"Caught by: {key} does not fail by an assertion "
                                   f"({', '.join(sorted(statuses))})")
         if not m.killers:
@@ -244,7 +240,7 @@ def print_report(mutants: list[Mutant]) -> None:
         graded = sum(r.status != "skipped" for r in m.results.values())
         verdict = ("STALE   " if m.stale else "killed  " if m.killed
                    else "SURVIVES" if m.source is not None and not m.killers else "PROBLEM ")
-        names = [labcore.test_key(n) for n in m.killers]
+        names = [testrun.test_key(n) for n in m.killers]
         shown = ", ".join(dict.fromkeys(names))
         print(f"  {verdict} {m.stem:<32} {len(m.killers):>2}/{graded} tests  {m.bug}")
         if shown:
@@ -256,11 +252,11 @@ def print_report(mutants: list[Mutant]) -> None:
 # ---- writing a new one: --new and --save -------------------------------------------------------
 
 def scratch_path(lab: Lab, stem: str, root: Path = ROOT) -> Path:
-    return build_dir(root) / "edit" / lab.room / f"{stem}.cpp"
+    return build_dir("mutants", root) / "edit" / lab.room / f"{stem}.cpp"
 
 
 def patch_path(lab: Lab, stem: str, root: Path = ROOT) -> Path:
-    return root / "solutions" / lab.room / "mutants" / f"{stem}{SUFFIX}"
+    return lab.solution_folder(root) / "mutants" / f"{stem}{SUFFIX}"
 
 
 def new(lab: Lab, stem: str, root: Path = ROOT) -> tuple[Path, list[str]]:
