@@ -3,6 +3,8 @@ tables, the status words, Gradescope's results.json shape and the JUnit XML.
 Run: python3 -m unittest discover -s tools/tests (ctest runs it as tools.unit, label `tools`)."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 import unittest
@@ -61,6 +63,33 @@ class GradescopeShape(unittest.TestCase):
             with self.subTest(words):
                 problems = grading.validate_gradescope(broken)
                 self.assertTrue(any(words in p for p in problems), problems)
+
+
+class Table(unittest.TestCase):
+    def printed(self, grades) -> list[str]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            grading.print_table(grades, ROOT / "build" / "starter")
+        return out.getvalue().splitlines()
+
+    def test_every_column_has_a_header_and_the_last_line_explains_the_exit_status(self):
+        lines = self.printed(sample_grades())
+        header = lines[1].split()
+        self.assertEqual(header[:3], ["points", "result", "test"])
+        self.assertEqual(" ".join(header[3:]), "where or why")
+        self.assertIn("reached paged_online_attention()", "\n".join(lines))
+        self.assertIn("signal SIGSEGV", "\n".join(lines))
+        self.assertIn("Grade one lab: tools/lab grade NN", lines)
+        self.assertTrue(lines[-1].startswith("Exit status 1: not every graded test passes yet"))
+        self.assertIn("0 at full marks", lines[-1])
+
+    def test_one_lab_graded_alone_and_full_marks(self):
+        g = grading.LabGrade(LAB, True)
+        g.tests.append(grading.Graded(LAB, "S.T", "S.T", "passed", "", 1, 1, ""))
+        lines = self.printed([g])
+        self.assertNotIn("Grade one lab: tools/lab grade NN", lines)
+        self.assertEqual(lines[-1], "Exit status 0: full marks.")
+        self.assertTrue(grading.complete([g]))
 
 
 class JUnit(unittest.TestCase):
@@ -123,6 +152,9 @@ class Release(unittest.TestCase):
     def test_instructor_blocks_and_presets_are_dropped(self):
         text = "a\n<!-- instructor -->\nsecret\n<!-- /instructor -->\nb\n"
         self.assertEqual(release.strip_instructor_blocks(text), "a\nb\n")
+        text = "a\n<!-- student\n```sh\ntools/lab watch 01\n```\n-->\nb\n"
+        self.assertEqual(release.strip_instructor_blocks(text),
+                         "a\n```sh\ntools/lab watch 01\n```\nb\n")
         presets = json.loads(release.student_presets(
             (ROOT / "CMakePresets.json").read_text()))
         names = [p["name"] for p in presets["configurePresets"]]
