@@ -88,14 +88,15 @@ packages=$(sed -n 's/^lab:[[:space:]]*//p' "$repo/tools/packages.txt")
 if [ "$which_ones" = user ] || [ "$which_ones" = both ]; then
   fresh_root user
   chroot "$r" useradd -m -s /bin/bash student
+  chroot "$r" chown -R student: /srv/pa.git   # git refuses a repository of another owner
   step user clone 0 student "git clone -q /srv/pa.git pa"
   [ ! -e "$r/usr/bin/sudo" ] || fail "user: the base has sudo"
 
   step user 1-grade-no-packages 1 student "cd pa && tools/lab grade"
   expect user 1-grade-no-packages "Debian packages are missing: $packages"
   expect user 1-grade-no-packages "su -c 'apt-get update && apt-get install -y --no-install-recommends $packages'"
-  install_line=$(grep -m1 "^  su -c 'apt-get" "$work/user/log-1-grade-no-packages.txt" | sed 's/^  //')
-  [ -n "$install_line" ] || fail "user: no install command printed"
+  install_line=$(grep -m1 "^  su -c 'apt-get" "$work/user/log-1-grade-no-packages.txt" | sed 's/^  //' || true)
+  [ -n "$install_line" ] || { fail "user: no install command printed"; exit 1; }
 
   # The user pastes the printed line; su asks for root's password. Here root runs the same line
   # (su -c as root asks nothing).
@@ -116,8 +117,8 @@ if [ "$which_ones" = user ] || [ "$which_ones" = both ]; then
   chroot "$r" chown -R root:root /home/student/pa/build   # what an old sudo tools/lab grade left
   step user 7-grade-root-owned-build 1 student "cd pa && tools/lab grade"
   expect user 7-grade-root-owned-build "student cannot write build: it belongs to root"
-  fix_line=$(grep -m1 "^  su -c 'chown" "$work/user/log-7-grade-root-owned-build.txt" | sed 's/^  //')
-  [ -n "$fix_line" ] || fail "user: no fix printed for the root-owned build/"
+  fix_line=$(grep -m1 "^  su -c 'chown" "$work/user/log-7-grade-root-owned-build.txt" | sed 's/^  //' || true)
+  [ -n "$fix_line" ] || { fail "user: no fix printed for the root-owned build/"; exit 1; }
   step user 8-printed-fix-as-root 0 root "$fix_line"
   step user 9-grade-after-fix 1 student "cd pa && tools/lab grade"
   expect user 9-grade-after-fix "Exit status 1"
