@@ -9,6 +9,9 @@ from labkit import grading, mutants
 from labkit.labs import labs, pick
 from labkit.paths import build_dir, shown
 
+
+# ---- mutants ----------------------------------------------------------------------------------
+
 def cmd_mutants(args) -> int:
     if args.new or args.save:
         return edit_mutant(*(args.new or args.save), saving=bool(args.save))
@@ -37,7 +40,8 @@ def edit_mutant(number: str, stem: str, saving: bool) -> int:
                   + "\n  ".join(stale) + "\nIts fields are kept; make its change again in the "
                   "code. The old diff, to see what it changed:\n")
             print(patch.read_text(encoding="utf-8").partition("\n\n")[2])
-        code = "the mutant" if patch.exists() and not stale else f"solutions/{lab.room}/solution.cpp"
+        code = ("the mutant" if patch.exists() and not stale
+                else f"solutions/{lab.room}/solution.cpp")
         print(f"tools/lab mutants --new: {shown(scratch)} holds {code} under its four "
               "fields.\n"
               "  1. Fill in the fields: Mutant: (the bug, as a student would make it), Bug: (what "
