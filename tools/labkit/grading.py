@@ -39,7 +39,7 @@ def section_titles(readme: str) -> dict[str, str]:
 def read_table(lab: Lab, root: Path = ROOT) -> dict[str, Row]:
     """The rows of lab's "What the tests prove" table (columns test | pts | what it pins | hint),
     by `Suite.Test`. Raises TableError naming the file and line of anything malformed."""
-    path = root / "labs" / lab.room / "README.md"
+    path = lab.folder(root) / "README.md"
     lines = path.read_text(encoding="utf-8").splitlines()
     anchor = f"{{#lab_{lab.number}_tests}}"
     try:
@@ -131,7 +131,7 @@ class LabGrade:
 def hint_text(lab: Lab, row: Row | None, root: Path) -> str:
     if row is None or not row.hint:
         return ""
-    readme = (root / "labs" / lab.room / "README.md").read_text(encoding="utf-8")
+    readme = (lab.folder(root) / "README.md").read_text(encoding="utf-8")
     titles = section_titles(readme)
     return f"{plain(row.hint, titles)} (§ {titles.get(row.section, row.section)})"
 

@@ -242,7 +242,8 @@ def print_report(mutants: list[Mutant]) -> None:
                    else "SURVIVES" if m.source is not None and not m.killers else "PROBLEM ")
         names = [testrun.test_key(n) for n in m.killers]
         shown = ", ".join(dict.fromkeys(names))
-        print(f"  {verdict} {m.stem:<32} {len(m.killers):>2}/{graded} tests  {m.bug}")
+        counts = f"{len(m.killers):>2}/{graded} tests" if m.source is not None else "  not built"
+        print(f"  {verdict} {m.stem:<32} {counts}  {m.bug}")
         if shown:
             print(f"{'':14}killed by: {shown if len(shown) < 150 else shown[:147] + '...'}")
         for p in m.problems:

@@ -152,7 +152,8 @@ class Catalogue(unittest.TestCase):
                     self.assertLess(len(shared), 40, patch.name)
 
     def test_the_conversion_kept_every_mutant_and_its_caught_by(self):
-        before = json.loads((HERE / "mutants_before_conversion.json").read_text())
+        # tools/tests/mutants/ is left out of a student release, like every mutants/ folder
+        before = json.loads((HERE / "mutants" / "before_conversion.json").read_text())
         now = {f"{m.lab.room}/{m.stem}": m for m in mutants.catalogue(labs.labs())}
         for key, fields in before.items():
             with self.subTest(key):
