@@ -138,7 +138,7 @@ def read_mutant(lab: Lab, path: Path, root: Path = ROOT) -> Mutant:
         mutant.source = patches.apply(diff, solution_path(lab, root).read_text(encoding="utf-8"),
                                       where)
     except patches.PatchError as e:
-        mutant.stale = "stale" in str(e)
+        mutant.stale = isinstance(e, patches.StalePatch)
         mutant.problems.append(("stale: " if mutant.stale else "") + str(e))
     return mutant
 

@@ -17,7 +17,11 @@ CONTEXT = 3  # lines of context around each change, as diff -u writes them
 
 
 class PatchError(ValueError):
-    """A diff that cannot be read, or that no longer fits the file it is applied to (stale)."""
+    """A diff that cannot be read or that changes nothing."""
+
+
+class StalePatch(PatchError):
+    """A diff that no longer fits the file it is applied to: written against an older version."""
 
 
 @dataclass
@@ -112,7 +116,8 @@ def _first_difference(expected: list[str], text: list[str], at: int) -> tuple[in
 
 def locate(hunk: Hunk, text: list[str], number: int, where: str) -> int:
     """The 0-based index of `text` where hunk number `number` (1-based) applies; PatchError
-    (stale) when its old side is nowhere, or in several places none of which is the stated one."""
+    (StalePatch) when its old side is nowhere, or in several places none of which is the stated
+    one."""
     old = hunk.old
     label = f"{where}: hunk {number} ({hunk.header})"
     if not old:
@@ -126,7 +131,7 @@ def locate(hunk: Hunk, text: list[str], number: int, where: str) -> int:
     if len(places) == 1:
         return places[0]
     if places:
-        raise PatchError(f"{label} is stale: its {width} old lines are not at line {stated + 1} "
+        raise StalePatch(f"{label}: its {width} old lines are not at line {stated + 1} "
                          f"but at {len(places)} other places (lines "
                          f"{', '.join(str(p + 1) for p in places)}), so where it belongs is "
                          "ambiguous")
@@ -136,13 +141,13 @@ def locate(hunk: Hunk, text: list[str], number: int, where: str) -> int:
                key=lambda p: (sum(a == b for a, b in zip(text[p:p + width], old)),
                               -abs(p - stated)))
     line, want, have = _first_difference(old, text, best)
-    raise PatchError(f"{label} is stale: it no longer matches the file: line {line} is "
+    raise StalePatch(f"{label} no longer matches the file: line {line} is "
                      f"{have.strip()!r}, the hunk expects {want.strip()!r}")
 
 
 def apply(diff: Diff, text: str, where: str = "the diff") -> str:
-    """`text` with every hunk of `diff` applied. Raises PatchError for a stale hunk, for hunks
-    that overlap, and for a diff that changes nothing."""
+    """`text` with every hunk of `diff` applied. Raises StalePatch for a hunk that no longer fits,
+    PatchError for hunks that overlap and for a diff that changes nothing."""
     lines = text.splitlines()
     if not diff.hunks:
         raise PatchError(f"{where}: the diff has no hunks: it changes nothing")
