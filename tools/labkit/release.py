@@ -78,15 +78,23 @@ def write_release(out: Path, root: Path = ROOT) -> int:
     return count
 
 
+def instructor_files(out: Path) -> list[str]:
+    """What in the tree at `out` (build/ aside) only an instructor's tree may hold: solutions/,
+    any mutants/ folder, a solution.cpp."""
+    found = []
+    for path in sorted(out.rglob("*")):
+        rel = path.relative_to(out).as_posix()
+        folders = rel.split("/") if path.is_dir() else rel.split("/")[:-1]
+        if folders[:1] == ["build"]:
+            continue
+        if folders[:1] == ["solutions"] or "mutants" in folders or path.name == "solution.cpp":
+            found.append(rel)
+    return found
+
+
 def verify_release(out: Path) -> list[str]:
     """Builds the student edition at `out` from scratch and checks it; returns the problems."""
-    problems = []
-    for path in out.rglob("*"):
-        rel = path.relative_to(out).as_posix()
-        if rel.startswith("build/"):
-            continue
-        if rel.startswith("solutions") or "/mutants" in rel or path.name == "solution.cpp":
-            problems.append(f"instructor file shipped: {rel}")
+    problems = [f"instructor file shipped: {rel}" for rel in instructor_files(out)]
     presets = json.loads((out / "CMakePresets.json").read_text())
     if any(p.get("cacheVariables", {}).get("LAB_IMPL") == "solution"
            for p in presets["configurePresets"]):

@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
 import sys
+import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -149,6 +151,20 @@ class Chapters(unittest.TestCase):
 
 
 class Release(unittest.TestCase):
+    def test_instructor_files_are_found_by_folder_not_by_name(self):
+        out = Path(tempfile.mkdtemp(prefix="pa-release-"))
+        self.addCleanup(shutil.rmtree, out)
+        for rel in ("tools/labkit/mutants.py", "labs/01-x/starter.cpp", "build/mutants/a.cpp",
+                    "solutions/01-x/notes.txt", "tools/tests/mutants/before.json",
+                    "labs/01-x/solution.cpp"):
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            (out / rel).write_text("x")
+        self.assertEqual(release.instructor_files(out),
+                         ["labs/01-x/solution.cpp", "solutions", "solutions/01-x",
+                          "solutions/01-x/notes.txt", "tools/tests/mutants",
+                          "tools/tests/mutants/before.json"])
+
+
     def test_instructor_blocks_and_presets_are_dropped(self):
         text = "a\n<!-- instructor -->\nsecret\n<!-- /instructor -->\nb\n"
         self.assertEqual(release.strip_instructor_blocks(text), "a\nb\n")
