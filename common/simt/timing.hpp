@@ -126,6 +126,10 @@ struct DeviceSpan {
 namespace detail {
 inline constexpr int kReadThreads = 256;
 
+// Private to each translation unit that includes this header (a kernel cannot be `inline`):
+// two labs' launchers, each with its copy, then link into one benchmark program.
+namespace {
+
 /// Reads words [0, n) of `words` with a grid-stride loop of 16-byte loads, folds them with XOR
 /// per thread, then per warp, and lane 0 of every warp adds its fold to *sink: every byte is
 /// loaded once and only 4 bytes per warp are written.
@@ -142,6 +146,7 @@ __global__ void __launch_bounds__(kReadThreads)
   for (int mask = 16; mask >= 1; mask >>= 1) fold ^= __shfl_xor_sync(0xffffffffu, fold, mask);
   if (threadIdx.x % 32 == 0) atomicAdd(sink, fold);
 }
+}  // namespace
 }  // namespace detail
 
 /// The read roofline over a set of device buffers: timed() runs one read-only kernel per buffer

@@ -1,7 +1,6 @@
-/// \file
-/// Lab 05, given device code: the kernels' helpers (common/pa/device_helpers.cuh: Vec<T, N>,
-/// to_float / from_float, dot, ceil_div / imax / imin, WARP_SIZE, FULL_MASK, PA_TODO_KERNEL)
-/// brought into the kernels' namespace, pa::cuda_v1::SIMT_BACKEND.
+// Lab 05, given device code: the kernels' helpers (common/pa/device_helpers.cuh: Vec<T, N>,
+// to_float / from_float, dot, ceil_div / imax / imin, WARP_SIZE, FULL_MASK, PA_TODO_KERNEL)
+// brought into the kernels' namespace, pa::cuda_v1::SIMT_BACKEND.
 #pragma once
 
 #include "pa/device_helpers.cuh"
