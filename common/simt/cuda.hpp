@@ -6,7 +6,8 @@
 //   simt::launch(kernel, grid, block, dynamic_shared_bytes, args...)   instead of <<<...>>>
 //   SIMT_DYNAMIC_SHARED(type, name);                                   instead of extern __shared__
 //   simt::DeviceBuffer<T>, simt::KernelError, simt::cuda_device_count(),
-//   simt::max_dynamic_shared_bytes(kernel), simt::set_max_dynamic_shared_bytes(kernel, bytes).
+//   simt::max_dynamic_shared_bytes(kernel), simt::set_max_dynamic_shared_bytes(kernel, bytes),
+//   and nvcuda::wmma (CUDA's <mma.h> under nvcc, the emulator's subset in emu/wmma.hpp).
 // SIMT_BACKEND names the backend's inline namespace (cuda or emu); put backend-specific code in
 // `namespace your::ns::SIMT_BACKEND` so both builds of one file can share an executable.
 #pragma once
@@ -24,5 +25,6 @@
 #include "simt/emu/dialect.hpp"
 #include "simt/emu/fp16.hpp"
 #include "simt/emu/runtime.hpp"
+#include "simt/emu/wmma.hpp"
 
 #endif

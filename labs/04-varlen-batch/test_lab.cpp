@@ -74,7 +74,8 @@ ForwardMeta expected_meta(const std::vector<SeqStep>& steps, int block_size) {
   for (int s = 0; s < num_seqs; ++s) {
     m.cu_seqlens_q[s + 1] = m.cu_seqlens_q[s] + steps[s].num_new;
     m.seq_lens_kv[s] = steps[s].num_cached + steps[s].num_new;
-    for (std::size_t b = 0; b < steps[s].blocks.size(); ++b) m.block_table(s, b) = steps[s].blocks[b];
+    for (std::size_t b = 0; b < steps[s].blocks.size(); ++b)
+      m.block_table(s, b) = steps[s].blocks[b];
     for (int j = 0; j < steps[s].num_new; ++j) {
       const int p = steps[s].num_cached + j;
       positions.push_back(p);
@@ -108,7 +109,8 @@ Batch make_batch(Rng& rng, const std::vector<Shape>& shapes, int block_size, int
   for (const Shape& s : shapes) {
     const int seq_len = s.num_cached + s.num_new;
     SeqStep step{{}, s.num_cached, s.num_new};
-    for (int i = 0; i < (seq_len + block_size - 1) / block_size; ++i) step.blocks.push_back(ids[next++]);
+    for (int i = 0; i < (seq_len + block_size - 1) / block_size; ++i)
+      step.blocks.push_back(ids[next++]);
     b.steps.push_back(step);
     b.k.push_back(rng.normal(seq_len, b.kv_width()));
     b.v.push_back(rng.normal(seq_len, b.kv_width()));
@@ -155,6 +157,25 @@ void expect_spread(const Batch& b) {
   const int last_row = b.meta.cu_seqlens_q[longest + 1] - 1;
   const Vec q0 = b.q.row(last_row).head(b.head_dim).transpose();
   EXPECT_TRUE(FarFromUniform(pa::testing::scores(q0, b.k[longest].leftCols(b.head_dim))));
+}
+
+/// Names an element of a token-major output [total_new, num_heads * head_dim] as the student
+/// thinks of it ("sequence 1, new token 3, head 2, dimension 5") and labels the two sides.
+pa::testing::Labels labels_of(const Batch& b, std::string expected = "reference",
+                              std::string actual = "attn_paged") {
+  pa::testing::Labels labels;
+  std::vector<int> starts{0};  // first row of each sequence, computed here, not from meta
+  for (const SeqStep& step : b.steps) starts.push_back(starts.back() + step.num_new);
+  labels.where = [starts, head_dim = b.head_dim](Eigen::Index row, Eigen::Index col) {
+    const auto seq = std::upper_bound(starts.begin(), starts.end(), int(row)) - starts.begin() - 1;
+    return "sequence " + std::to_string(seq) + ", new token " +
+           std::to_string(row - starts[std::size_t(seq)]) + " (row " + std::to_string(row) +
+           "), head " + std::to_string(col / head_dim) + ", dimension " +
+           std::to_string(col % head_dim);
+  };
+  labels.expected = std::move(expected);
+  labels.actual = std::move(actual);
+  return labels;
 }
 
 Mat run_attn(const Batch& b) {
@@ -232,9 +253,9 @@ TEST(ForwardMeta, RandomBatchMatchesTheLoopFormulas) {
   // Eight requests of every kind, block_size 16, shuffled blocks: every tensor equals the
   // formulas written out with loops.
   Rng rng(401);
-  const Batch b = make_batch(rng,
-                             {{0, 37}, {52, 1}, {16, 16}, {15, 1}, {0, 1}, {31, 9}, {64, 1}, {3, 29}},
-                             16, 1, 1, 1, 64);
+  const Batch b =
+      make_batch(rng, {{0, 37}, {52, 1}, {16, 16}, {15, 1}, {0, 1}, {31, 9}, {64, 1}, {3, 29}}, 16,
+                 1, 1, 1, 64);
   expect_meta_eq(b.meta, build_forward_meta(b.steps, 16));
 }
 
@@ -285,8 +306,8 @@ TEST(SetKv, BlockTensorViewSeesTheSameBytes) {
     const int block = seq.blocks[p / block_size], offset = p % block_size;
     for (int h = 0; h < num_kv_heads; ++h) {
       // element [block, offset, h, d] of the 4-D view
-      const auto in_view = k_blocks.row(block).segment((offset * num_kv_heads + h) * head_dim,
-                                                       head_dim);
+      const auto in_view =
+          k_blocks.row(block).segment((offset * num_kv_heads + h) * head_dim, head_dim);
       ASSERT_TRUE(BitIdentical(k.row(p).segment(h * head_dim, head_dim), in_view))
           << "token " << p << ", kv head " << h;
     }
@@ -300,14 +321,14 @@ TEST(AttnPaged, SinglePrefillOfNIsCausal) {
   Rng rng(421);
   const Batch b = make_batch(rng, {{0, 37}}, 8, 4, 2, 8, 10);
   expect_spread(b);
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol, 0.0, labels_of(b)));
 }
 
 TEST(AttnPaged, SingleDecodeStepSeesTheWholeCache) {
   Rng rng(422);
   const Batch b = make_batch(rng, {{52, 1}}, 8, 4, 2, 8, 10);
   expect_spread(b);
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol, 0.0, labels_of(b)));
 }
 
 TEST(AttnPaged, MixedDecodeAndPrefillChunkInOneCall) {
@@ -315,7 +336,7 @@ TEST(AttnPaged, MixedDecodeAndPrefillChunkInOneCall) {
   Rng rng(423);
   const Batch b = make_batch(rng, {{28, 1}, {19, 13}}, 8, 4, 2, 8, 12);
   expect_spread(b);
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol, 0.0, labels_of(b)));
 }
 
 TEST(AttnPaged, ThreeSequencesWithPaddedBlockTable) {
@@ -324,18 +345,19 @@ TEST(AttnPaged, ThreeSequencesWithPaddedBlockTable) {
   const Batch b = make_batch(rng, {{44, 1}, {0, 7}, {16, 9}}, 8, 4, 2, 8, 16);
   ASSERT_EQ(b.meta.block_table.cols(), 6);
   expect_spread(b);
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol, 0.0, labels_of(b)));
 }
 /// [attn_tests]
 
-TEST(AttnPaged, HugePoisonInUnusedSlotsIsNeverRead) {
+TEST(AttnPaged, UnusedSlotsNeverEnterTheSoftmax) {
   // The same kind of batch with 1e6 in every row no sequence owns (including the tails of the
-  // last blocks): one such key would own the softmax, one such value would swamp the output.
+  // last blocks): a read the causal mask leaves open lets one such key own the softmax. A read
+  // the mask closes multiplies it by 0 and passes here; NaN padding (every other test) fails it.
   Rng rng(425);
-  const Batch b = make_batch(rng, {{20, 1}, {0, 11}, {9, 5}}, 16, 2, 2, 8, 8,
-                             pa::testing::kHugePoison);
+  const Batch b =
+      make_batch(rng, {{20, 1}, {0, 11}, {9, 5}}, 16, 2, 2, 8, 8, pa::testing::kHugePoison);
   expect_spread(b);
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol, 0.0, labels_of(b)));
 }
 
 TEST(AttnPaged, GroupedQueryHeadsEightOverTwo) {
@@ -344,14 +366,14 @@ TEST(AttnPaged, GroupedQueryHeadsEightOverTwo) {
   Rng rng(4261);
   const Batch b = make_batch(rng, {{30, 1}, {5, 12}, {0, 6}}, 16, 8, 2, 16, 8);
   expect_spread(b);
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol, 0.0, labels_of(b)));
 }
 
 TEST(AttnPaged, MultiHeadFourOverFour) {
   Rng rng(427);
   const Batch b = make_batch(rng, {{0, 21}, {33, 1}, {12, 3}, {47, 1}}, 4, 4, 4, 8, 40);
   expect_spread(b);
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol, 0.0, labels_of(b)));
 }
 
 TEST(AttnPaged, OutputIsTokenMajor) {
@@ -395,7 +417,7 @@ TEST(AttnPaged, ScoresNearAThousandStayFinite) {
   // Scores of ~1000 carry ~1000x the absolute rounding of scores of ~1 and exp() passes it on
   // (~1e-13 on these outputs): 1e-9 leaves room for that and none for a wrong weight or a NaN.
   constexpr double kLargeScoreTol = 1e-9;
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kLargeScoreTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kLargeScoreTol, 0.0, labels_of(b)));
 }
 
 // ---- what the batch must never do ----------------------------------------------------------
@@ -408,7 +430,7 @@ TEST(NoLeakage, AnotherSequencesKvNeverReachesThisOne) {
   Batch b = make_batch(rng, {{25, 1}, {10, 14}, {0, 9}}, 8, 4, 2, 8, 16);
   expect_spread(b);
   const Mat before = run_attn(b);
-  ASSERT_TRUE(AllClose(reference(b), before, kExactTol));
+  ASSERT_TRUE(AllClose(reference(b), before, kExactTol, 0.0, labels_of(b)));
 
   const SeqStep& other = b.steps[1];
   for (int p = 0; p < other.num_cached + other.num_new; ++p) {
@@ -422,7 +444,8 @@ TEST(NoLeakage, AnotherSequencesKvNeverReachesThisOne) {
 
   for (int s : {0, 2}) {
     const int start = b.meta.cu_seqlens_q[s], len = b.meta.cu_seqlens_q[s + 1] - start;
-    EXPECT_TRUE(BitIdentical(before.middleRows(start, len), after.middleRows(start, len)))
+    EXPECT_TRUE(BitIdentical(before.middleRows(start, len), after.middleRows(start, len),
+                             pa::testing::Labels{{}, "before the rewrite", "after it"}))
         << "sequence " << s << " changed when only sequence 1's data did";
   }
 }
@@ -434,7 +457,7 @@ TEST(NoLeakage, LaterTokensNeverReachEarlierQueries) {
   Batch b = make_batch(rng, {{6, 1}, {20, 12}}, 8, 4, 2, 8, 12);
   expect_spread(b);
   const Mat before = run_attn(b);
-  ASSERT_TRUE(AllClose(reference(b), before, kExactTol));
+  ASSERT_TRUE(AllClose(reference(b), before, kExactTol, 0.0, labels_of(b)));
 
   const SeqStep& seq = b.steps[1];
   for (int p = 28; p < 32; ++p) {
@@ -444,7 +467,8 @@ TEST(NoLeakage, LaterTokensNeverReachEarlierQueries) {
   }
   const Mat after = run_attn(b);
   const int start = b.meta.cu_seqlens_q[1];
-  EXPECT_TRUE(BitIdentical(before.middleRows(start, 8), after.middleRows(start, 8)))
+  EXPECT_TRUE(BitIdentical(before.middleRows(start, 8), after.middleRows(start, 8),
+                           pa::testing::Labels{{}, "before the rewrite", "after it"}))
       << "a query saw a key at a later position";
   EXPECT_FALSE(BitIdentical(before.row(start + 11), after.row(start + 11)))
       << "the last query should see the rewritten keys";
@@ -462,8 +486,7 @@ Mat step_through(Mat& k_pool, Mat& v_pool, const std::vector<int>& blocks, int n
   const ForwardMeta m = build_forward_meta({{blocks, num_cached, num_new}}, block_size);
   set_kv(k_pool, v_pool, m.slot_mapping, k.middleRows(num_cached, num_new),
          v.middleRows(num_cached, num_new));
-  return attn_paged(q.middleRows(num_cached, num_new), k_pool, v_pool, m, num_heads,
-                    num_kv_heads);
+  return attn_paged(q.middleRows(num_cached, num_new), k_pool, v_pool, m, num_heads, num_kv_heads);
 }
 
 /// [chunk_test]
@@ -481,19 +504,26 @@ TEST(ChunkedPrefill, ChunksOfSixteenEqualOnePrefillOfForty) {
   const Mat empty = Mat::Constant(num_blocks * block_size, width, pa::testing::kPoison);
   Mat k_one = empty, v_one = empty;
   const std::vector<int> blocks_one{5, 0, 3};
-  const Mat one_shot = step_through(k_one, v_one, blocks_one, 0, n, q, k, v, block_size,
-                                    num_heads, num_kv_heads);
+  const Mat one_shot =
+      step_through(k_one, v_one, blocks_one, 0, n, q, k, v, block_size, num_heads, num_kv_heads);
 
   Mat k_chunk = empty, v_chunk = empty;
   const std::vector<int> blocks_chunk{2, 7, 4};  // another placement on purpose
   Mat chunked(n, num_heads * head_dim);
   int done = 0;
   for (int chunk : {16, 16, 8}) {
-    chunked.middleRows(done, chunk) = step_through(k_chunk, v_chunk, blocks_chunk, done, chunk,
-                                                   q, k, v, block_size, num_heads, num_kv_heads);
+    chunked.middleRows(done, chunk) = step_through(k_chunk, v_chunk, blocks_chunk, done, chunk, q,
+                                                   k, v, block_size, num_heads, num_kv_heads);
     done += chunk;
   }
-  EXPECT_TRUE(AllClose(one_shot, chunked, kExactTol));
+  pa::testing::Labels rows;
+  rows.where = [head_dim](Eigen::Index row, Eigen::Index col) {
+    return "prompt token " + std::to_string(row) + ", head " + std::to_string(col / head_dim) +
+           ", dimension " + std::to_string(col % head_dim);
+  };
+  rows.expected = "one-shot prefill";
+  rows.actual = "chunked prefill (16 + 16 + 8)";
+  EXPECT_TRUE(AllClose(one_shot, chunked, kExactTol, 0.0, rows));
 
   Batch dense;  // the dense truth for the same 40 rows
   dense.num_heads = num_heads;
@@ -503,7 +533,8 @@ TEST(ChunkedPrefill, ChunksOfSixteenEqualOnePrefillOfForty) {
   dense.k = {k};
   dense.v = {v};
   dense.q = q;
-  EXPECT_TRUE(AllClose(reference(dense), chunked, kExactTol));
+  rows.expected = "reference";
+  EXPECT_TRUE(AllClose(reference(dense), chunked, kExactTol, 0.0, rows));
 }
 /// [chunk_test]
 
@@ -514,13 +545,13 @@ TEST(ChunkedPrefill, ChunksOfSixteenEqualOnePrefillOfForty) {
 struct TinyDecoder {
   static constexpr int kVocab = 48, kHeads = 4, kKvHeads = 2, kHeadDim = 8, kMaxPos = 96;
   static constexpr int kModel = kHeads * kHeadDim;  // 32
-  Mat embed;  // [kVocab, kModel]
-  Mat pos;    // [kMaxPos, kModel]
-  Mat w_q;    // [kModel, kHeads * kHeadDim]
-  Mat w_k;    // [kModel, kKvHeads * kHeadDim]
-  Mat w_v;    // [kModel, kKvHeads * kHeadDim]
-  Mat w_o;    // [kHeads * kHeadDim, kModel]
-  Mat w_out;  // [kModel, kVocab]
+  Mat embed;                                        // [kVocab, kModel]
+  Mat pos;                                          // [kMaxPos, kModel]
+  Mat w_q;                                          // [kModel, kHeads * kHeadDim]
+  Mat w_k;                                          // [kModel, kKvHeads * kHeadDim]
+  Mat w_v;                                          // [kModel, kKvHeads * kHeadDim]
+  Mat w_o;                                          // [kHeads * kHeadDim, kModel]
+  Mat w_out;                                        // [kModel, kVocab]
 
   explicit TinyDecoder(Rng& rng)
       : embed(rng.normal(kVocab, kModel)),
@@ -565,54 +596,73 @@ std::pair<int, double> argmax_with_margin(const Eigen::Ref<const Vec>& row) {
 // is asserted to lead by more than this, six orders of magnitude above the rounding.
 constexpr double kMinMargin = 1e-6;
 
-/// Greedy generation with a contiguous cache and plain dense causal attention (no paging):
-/// the prompt in one prefill, then one token per step. Returns `count` generated ids.
-std::vector<int> generate_dense(const TinyDecoder& model, const std::vector<int>& prompt,
-                                int count) {
-  Mat k_cache(0, TinyDecoder::kKvHeads * TinyDecoder::kHeadDim);  // [len, H_kv * D]
-  Mat v_cache = k_cache;
-  std::vector<int> fed = prompt, out;
+// Every row of the paged batch's logits against the dense model's: float64 rounding of two
+// summation orders is ~1e-12 here; a wrong weight anywhere moves a logit by far more than 1e-9.
+constexpr double kLogitTol = 1e-9;
+
+/// What the dense model does with one request, with no paging at all: its greedy picks and the
+/// logits of every position it processes.
+struct DenseRun {
+  std::vector<int> generated;  // the `count` greedy picks
+  Mat logits;      // [prompt + count - 1, kVocab]: row p = the logits after the token at p
+  Mat keys;        // [prompt + count - 1, kKvHeads * kHeadDim]: every key it cached
+  Vec last_query;  // [kHeadDim] head 0 of the last query it fed
+};
+
+/// Greedy generation with a contiguous cache and plain dense causal attention: the prompt in one
+/// prefill, then one token per step.
+DenseRun run_dense(const TinyDecoder& model, const std::vector<int>& prompt, int count) {
+  DenseRun run;
+  run.keys = Mat(0, TinyDecoder::kKvHeads * TinyDecoder::kHeadDim);  // [len, H_kv * D]
+  Mat values = run.keys;
+  run.logits = Mat(0, TinyDecoder::kVocab);
+  std::vector<int> fed = prompt;
   int len = 0;
-  while (static_cast<int>(out.size()) < count) {
+  while (static_cast<int>(run.generated.size()) < count) {
     const int n = static_cast<int>(fed.size());
     const Mat x = model.input(fed, IVec::LinSpaced(n, len, len + n - 1));
     const Mat q = x * model.w_q;
-    k_cache.conservativeResize(len + n, Eigen::NoChange);
-    v_cache.conservativeResize(len + n, Eigen::NoChange);
-    k_cache.bottomRows(n) = x * model.w_k;
-    v_cache.bottomRows(n) = x * model.w_v;
+    run.keys.conservativeResize(len + n, Eigen::NoChange);
+    values.conservativeResize(len + n, Eigen::NoChange);
+    run.keys.bottomRows(n) = x * model.w_k;
+    values.bottomRows(n) = x * model.w_v;
     Mat attn(n, TinyDecoder::kModel);
     for (int i = 0; i < n; ++i) {  // row i sees the first len + i + 1 cached tokens
       const Mat q_heads =
           q.row(i).reshaped<Eigen::RowMajor>(TinyDecoder::kHeads, TinyDecoder::kHeadDim);
-      const Mat o = pa::testing::reference_attention_heads(q_heads, k_cache.topRows(len + i + 1),
-                                                           v_cache.topRows(len + i + 1));
+      const Mat o = pa::testing::reference_attention_heads(q_heads, run.keys.topRows(len + i + 1),
+                                                           values.topRows(len + i + 1));
       attn.row(i) = o.reshaped<Eigen::RowMajor>(1, TinyDecoder::kModel);
     }
     len += n;
-    const Vec last = model.logits(x, attn).row(n - 1).transpose();
-    const auto [token, margin] = argmax_with_margin(last);
-    EXPECT_GT(margin, kMinMargin) << "dense pick " << out.size() << " is too close to call";
-    out.push_back(token);
+    const Mat logits = model.logits(x, attn);  // [n, kVocab]
+    run.logits.conservativeResize(len, Eigen::NoChange);
+    run.logits.bottomRows(n) = logits;
+    run.last_query = q.row(n - 1).head(TinyDecoder::kHeadDim).transpose();
+    const auto [token, margin] = argmax_with_margin(logits.row(n - 1).transpose());
+    EXPECT_GT(margin, kMinMargin) << "dense pick " << run.generated.size()
+                                  << " is too close to call: the test data needs another seed";
+    run.generated.push_back(token);
     fed = {token};
   }
-  return out;
+  return run;
 }
 
 /// One in-flight request of the paged engine.
 struct Request {
   std::vector<int> prompt;
-  int chunk;                    // prefill chunk size
-  std::vector<int> blocks;      // grows on demand from the shuffled free list
-  int num_cached = 0;           // tokens whose K/V are in the pool
-  std::vector<int> generated;   // greedy picks so far
+  int chunk;                   // prefill chunk size
+  std::vector<int> blocks;     // grows on demand from the shuffled free list
+  int num_cached = 0;          // tokens whose K/V are in the pool
+  std::vector<int> generated;  // greedy picks so far
 };
 
 /// [e2e_test]
 TEST(EndToEnd, PagedBatchGeneratesTheDenseTokens) {
   Rng rng(451);
   const TinyDecoder model(rng);
-  const int block_size = 4, num_blocks = 40, kv_width = TinyDecoder::kKvHeads * TinyDecoder::kHeadDim;
+  const int block_size = 4, num_blocks = 40;
+  const int kv_width = TinyDecoder::kKvHeads * TinyDecoder::kHeadDim;
   const int count = 20;
 
   // The request under test and two neighbours: a long prompt prefilled in chunks of 12 and a
@@ -625,24 +675,36 @@ TEST(EndToEnd, PagedBatchGeneratesTheDenseTokens) {
   reqs[2].prompt = {9, 1, 40, 33, 14};
   reqs[2].chunk = 64;
 
+  // The reference first, from the dense model alone: what each request must produce, and the
+  // data's spread (the last decode query of request 0 over its keys, head 0), checked on the
+  // reference's own numbers so that it never depends on the code under test.
+  std::vector<DenseRun> dense;
+  for (const Request& r : reqs) dense.push_back(run_dense(model, r.prompt, count));
+  ASSERT_TRUE(FarFromUniform(
+      pa::testing::scores(dense[0].last_query, dense[0].keys.leftCols(TinyDecoder::kHeadDim))));
+  ASSERT_GE(std::set<int>(dense[0].generated.begin(), dense[0].generated.end()).size(), 4u)
+      << "the model should not collapse onto one token, or the test proves little";
+
   // A shuffled free list: blocks come out in random order and requests interleave in the pool.
   const IVec free_list = rng.permutation(num_blocks);
   int next_free = 0;
   Mat k_pool = Mat::Constant(num_blocks * block_size, kv_width, pa::testing::kPoison);
   Mat v_pool = k_pool;
 
-  Mat k_history(0, kv_width);  // [tokens of request 0 so far, H_kv * D]
-  Vec last_query;               // [D] head 0 of request 0's newest query
-  while (static_cast<int>(reqs[0].generated.size()) < count) {
-    // Schedule: a request still in its prompt gets its next chunk, otherwise it decodes the
-    // token it picked last step. Blocks are reserved for what this step writes.
+  for (int step = 0; static_cast<int>(reqs[0].generated.size()) < count; ++step) {
+    // Schedule: a request still in its prompt gets its next chunk, otherwise it decodes. The
+    // token it decodes is the dense model's previous pick (teacher forcing), so both paths see
+    // the same tokens and every row of every step can be compared, not only the last. Blocks are
+    // reserved for what this step writes.
     std::vector<SeqStep> steps;
     std::vector<int> tokens;  // [total_new] the ids fed this step, sequence by sequence
-    for (Request& r : reqs) {
+    for (std::size_t s = 0; s < reqs.size(); ++s) {
+      Request& r = reqs[s];
       const int prompt_left = static_cast<int>(r.prompt.size()) - r.num_cached;
       const int num_new = prompt_left > 0 ? std::min(r.chunk, prompt_left) : 1;
       for (int j = 0; j < num_new; ++j) {
-        tokens.push_back(prompt_left > 0 ? r.prompt[r.num_cached + j] : r.generated.back());
+        tokens.push_back(prompt_left > 0 ? r.prompt[r.num_cached + j]
+                                         : dense[s].generated[r.generated.size() - 1]);
       }
       while (static_cast<int>(r.blocks.size()) * block_size < r.num_cached + num_new) {
         r.blocks.push_back(free_list[next_free++]);
@@ -655,40 +717,38 @@ TEST(EndToEnd, PagedBatchGeneratesTheDenseTokens) {
     ASSERT_EQ(meta.positions.size(), static_cast<Eigen::Index>(tokens.size()))
         << "positions (and cu_seqlens_q) must count this step's new tokens only";
     const Mat x = model.input(tokens, meta.positions);  // [total_new, kModel]
-    const Mat q = x * model.w_q;                         // [total_new, H * D]
+    const Mat q = x * model.w_q;                        // [total_new, H * D]
     set_kv(k_pool, v_pool, meta.slot_mapping, x * model.w_k, x * model.w_v);
     const Mat attn = attn_paged(q, k_pool, v_pool, meta, TinyDecoder::kHeads,
                                 TinyDecoder::kKvHeads);  // [total_new, H * D]
-    // Request 0's keys so far and its newest query, for the spread check after the loop.
-    const int own = meta.cu_seqlens_q[1];
-    k_history.conservativeResize(k_history.rows() + own, Eigen::NoChange);
-    k_history.bottomRows(own) = (x * model.w_k).topRows(own);
-    last_query = q.row(own - 1).head(TinyDecoder::kHeadDim).transpose();
-    const Mat logits = model.logits(x, attn);  // [total_new, kVocab]
+    const Mat logits = model.logits(x, attn);            // [total_new, kVocab]
 
     for (std::size_t s = 0; s < reqs.size(); ++s) {
       Request& r = reqs[s];
-      r.num_cached += steps[s].num_new;
+      const int num_new = steps[s].num_new, first = r.num_cached;
+      pa::testing::Labels labels;
+      labels.expected = "dense model";
+      labels.actual = "paged batch";
+      labels.where = [&](Eigen::Index row, Eigen::Index token) {
+        return "request " + std::to_string(s) + ", position " + std::to_string(first + row) +
+               " (row " + std::to_string(row) + " of the " + std::to_string(num_new) +
+               " tokens it fed at step " + std::to_string(step) + "), logit of token " +
+               std::to_string(token);
+      };
+      ASSERT_TRUE(AllClose(dense[s].logits.middleRows(first, num_new),
+                           logits.middleRows(meta.cu_seqlens_q[s], num_new), kLogitTol, 0.0,
+                           labels));
+      r.num_cached += num_new;
       if (r.num_cached >= static_cast<int>(r.prompt.size())) {  // the prompt is all in: pick
         r.generated.push_back(
             argmax_with_margin(logits.row(meta.cu_seqlens_q[s + 1] - 1).transpose()).first);
       }
     }
   }
-
-  // The last decode query of request 0 over its 32 keys, head 0 (which reads kv head 0).
-  EXPECT_TRUE(FarFromUniform(
-      pa::testing::scores(last_query, k_history.leftCols(TinyDecoder::kHeadDim))));
-
-  const std::vector<int> expected = generate_dense(model, reqs[0].prompt, count);
-  EXPECT_EQ(expected, reqs[0].generated);
-  EXPECT_GE(std::set<int>(expected.begin(), expected.end()).size(), 4u)
-      << "the model should not collapse onto one token, or the test proves little";
-  // The neighbours, too, generate what they would alone.
-  for (std::size_t s = 1; s < reqs.size(); ++s) {
-    EXPECT_EQ(generate_dense(model, reqs[s].prompt, int(reqs[s].generated.size())),
-              reqs[s].generated)
-        << "request " << s;
+  for (std::size_t s = 0; s < reqs.size(); ++s) {
+    const std::vector<int> want(dense[s].generated.begin(),
+                                dense[s].generated.begin() + reqs[s].generated.size());
+    EXPECT_EQ(want, reqs[s].generated) << "request " << s << ": greedy picks, dense vs paged";
   }
 }
 /// [e2e_test]

@@ -59,6 +59,31 @@ void BM_WarpSumRound(benchmark::State& state) {
 }
 BENCHMARK(BM_WarpSumRound)->Unit(benchmark::kMicrosecond);
 
+// One round = each of the block's four warps does one 16x16x16 wmma::mma_sync (the last lane to
+// arrive does the 4096 multiply-adds for its warp).
+__global__ void mma_loop_kernel(int rounds, const __half* tile, float* sink) {
+  using namespace nvcuda;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::load_matrix_sync(a, tile, 16);
+  wmma::load_matrix_sync(b, tile, 16);
+  wmma::fill_fragment(acc, 0.0f);
+  for (int r = 0; r < rounds; ++r) wmma::mma_sync(acc, a, b, acc);
+  wmma::store_matrix_sync(sink + threadIdx.x / 32 * 256, acc, 16, wmma::mem_row_major);
+}
+
+void BM_WmmaMmaRound(benchmark::State& state) {
+  simt::DeviceBuffer<__half> tile(256);
+  simt::DeviceBuffer<float> sink(kThreads / 32 * 256);
+  tile.fill_bytes(0);
+  for (auto _ : state) {
+    simt::launch(mma_loop_kernel, dim3(1), dim3(kThreads), 0, kRounds, tile.data(), sink.data());
+  }
+  report_rounds(state);
+}
+BENCHMARK(BM_WmmaMmaRound)->Unit(benchmark::kMicrosecond);
+
 __global__ void empty_kernel() {}
 
 // The fixed cost of a launch of one 128-thread block: fibers prepared, run, stacks returned.

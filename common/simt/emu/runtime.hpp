@@ -13,9 +13,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "simt/common.hpp"
 #include "simt/device_buffer.hpp"
 #include "simt/emu/dialect.hpp"
+#include "simt/errors_and_settings.hpp"
 
 namespace simt {
 inline namespace emu {
@@ -27,8 +27,21 @@ struct SourceSite {
   int line;
 };
 
-/// The warp-wide operations, all of which make the lanes of `mask` meet (see block.cpp).
-enum class WarpOp : std::uint8_t { Idx, Up, Down, Xor, Sync, Ballot, Any, All };
+/// The warp-wide operations, all of which make the lanes of `mask` meet (see warp.cpp); the
+/// wmma ones always take the whole warp (see emu/wmma.hpp).
+enum class WarpOp : std::uint8_t {
+  Idx,
+  Up,
+  Down,
+  Xor,
+  Sync,
+  Ballot,
+  Any,
+  All,
+  WmmaLoad,
+  WmmaStore,
+  WmmaMma
+};
 
 /// Blocks the calling kernel thread until every thread of its block has reached this same
 /// call site; throws KernelError when that cannot happen.

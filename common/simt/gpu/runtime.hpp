@@ -7,13 +7,14 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <mma.h>  // nvcuda::wmma, so that kernels written for both backends find it
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
 
-#include "simt/common.hpp"
+#include "simt/errors_and_settings.hpp"
 #include "simt/device_buffer.hpp"
 
 namespace simt {

@@ -5,9 +5,9 @@
 // thread of the pass, the last one back to the scheduler. When a pass leaves nobody runnable,
 // either every live thread waits at one and the same __syncthreads, and the barrier opens, or
 // the block is stuck and the error says where each thread is.
-#include <cstring>
 
 #include "block.hpp"
+#include "report.hpp"
 #include "simt/sanitizer.hpp"
 
 namespace simt::inline emu::detail {
@@ -16,10 +16,6 @@ namespace {
 // Fibers use a few KiB; the rest of the stack is address space only (see StackPool). ASan's
 // redzones make frames several times larger.
 constexpr std::size_t kStackBytes = SIMT_HAS_ASAN ? 1024 * 1024 : 256 * 1024;
-
-bool same_site(SourceSite a, SourceSite b) {
-  return a.line == b.line && (a.file == b.file || std::strcmp(a.file, b.file) == 0);
-}
 
 }  // namespace
 
@@ -197,8 +193,8 @@ namespace {
 Emulator& emulator_of_running_thread(const char* what, SourceSite site) {
   Emulator* emulator = launching_emulator;
   if (emulator == nullptr || emulator->block.running() == nullptr) {
-    throw KernelError(std::string("simt: ") + what + " at " + site.file + ":" +
-                      std::to_string(site.line) + " was called outside a kernel thread");
+    throw KernelError(std::string("simt: ") + what + " at " + site_text(site) +
+                      " was called outside a kernel thread");
   }
   return *emulator;
 }
@@ -213,6 +209,10 @@ std::uint64_t warp_collective(WarpOp op, unsigned mask, std::uint64_t value, int
                               SourceSite site) {
   return emulator_of_running_thread("a warp collective", site)
       .block.collective(op, mask, value, operand, width, site);
+}
+
+void wmma_collective(WarpOp op, const WmmaCall& call, SourceSite site) {
+  emulator_of_running_thread(op_name(op), site).block.wmma(op, call, site);
 }
 
 unsigned char* dynamic_shared(SourceSite site) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "random.hpp"
 #include "simt/emu/runtime.hpp"
 #include "watchdog.hpp"
+#include "wmma.hpp"
 
 namespace simt::inline emu::detail {
 
@@ -33,6 +35,16 @@ struct KernelThread {
   std::uint64_t value = 0;
   std::uint64_t result = 0;
 };
+
+/// Returns whether two call sites are the same file and line.
+inline bool same_site(SourceSite a, SourceSite b) {
+  return a.line == b.line && (a.file == b.file || std::strcmp(a.file, b.file) == 0);
+}
+
+/// Returns whether `op` is one of the wmma collectives, which always take the whole warp.
+inline bool is_wmma(WarpOp op) {
+  return op == WarpOp::WmmaLoad || op == WarpOp::WmmaStore || op == WarpOp::WmmaMma;
+}
 
 /// Which lanes of one warp exist, wait in a collective, or have exited (bit i = lane i).
 struct WarpLanes {
@@ -66,6 +78,12 @@ class Block {
   std::uint64_t collective(WarpOp op, unsigned mask, std::uint64_t value, int operand, int width,
                            SourceSite site);
 
+  /// The running thread meets its whole warp in the wmma collective `op` (see wmma.cpp).
+  void wmma(WarpOp op, const WmmaCall& call, SourceSite site);
+
+  /// Makes the wmma fragments of the following launch follow `choice`'s element mapping.
+  void use_wmma_mapping(ScheduleChoice choice) { wmma_mapping_.use_schedule(choice); }
+
  private:
   static void thread_entry(ctx::transfer_t from);
   void run_thread() noexcept;
@@ -82,12 +100,18 @@ class Block {
   void check_arrival(const KernelThread& thread, unsigned lane, const WarpLanes& warp) const;
   bool group_complete(unsigned warp_index, const KernelThread& arriving);
   void complete(unsigned warp_index, const KernelThread& arriving);
+  void check_one_collective(unsigned warp_index, const KernelThread& arriving);
+
+  // wmma.cpp
+  void complete_wmma(unsigned warp_index, const KernelThread& arriving);
+  WmmaStage& wmma_stage(unsigned warp_index);
   KernelThread& lane_thread(unsigned warp_index, unsigned lane) {
     return threads_[warp_index * 32 + lane];
   }
 
   // report.cpp
   std::string where() const;                            // "simt: block (x, y, z)"
+  std::string where(unsigned warp_index) const;         // "simt: block (x, y, z), warp w"
   std::string where(const KernelThread& thread) const;  // "..., thread t (warp w, lane l)"
   std::string describe_stall() const;
 
@@ -104,8 +128,17 @@ class Block {
   unsigned runnable_ = 0;
   unsigned exited_ = 0;
   bool aborting_ = false;
-  std::exception_ptr error_;  // the first exception a kernel thread threw
+  std::exception_ptr error_;            // the first exception a kernel thread threw
+  std::vector<WmmaStage> wmma_stages_;  // by warp, grown on a warp's first wmma collective
+  WmmaMapping wmma_mapping_;
 };
+
+/// Returns whether waiting lanes `a` and `b` take part in one and the same collective: the same
+/// operation at the same call site. __syncwarp is the exception: from sm_70 on, lanes may meet
+/// at different __syncwarp calls (only sm_6x and below require the same one).
+inline bool same_collective(const KernelThread& a, const KernelThread& b) {
+  return a.op == b.op && (a.op == WarpOp::Sync || same_site(a.site, b.site));
+}
 
 /// Everything the emulator keeps per OS thread: one launch at a time runs on it.
 struct Emulator {

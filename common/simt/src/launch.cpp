@@ -143,6 +143,7 @@ void run_grid(const KernelBody& body, const void* kernel, dim3 grid, dim3 block,
   const Launching launching(emulator, shared.data());
   gridDim = grid;
   blockDim = block;
+  emulator.block.use_wmma_mapping(settings.schedule);
 
   // The schedule orders the blocks too: a kernel whose blocks race (on a global flag, say)
   // sees them in a different order under each schedule.

@@ -67,11 +67,23 @@ const char* op_name(WarpOp op) {
       return "__any_sync";
     case WarpOp::All:
       return "__all_sync";
+    case WarpOp::WmmaLoad:
+      return "wmma::load_matrix_sync";
+    case WarpOp::WmmaStore:
+      return "wmma::store_matrix_sync";
+    case WarpOp::WmmaMma:
+      return "wmma::mma_sync";
   }
   return "a warp collective";
 }
 
 namespace {
+
+// The words after "<collective> (<site>)" in a report: " with mask 0x0000ffff", or for the wmma
+// collectives, which take no mask, ", which needs the whole warp,".
+std::string mask_clause(WarpOp op, unsigned mask) {
+  return is_wmma(op) ? ", which needs the whole warp," : " with mask " + mask_text(mask);
+}
 
 // What a thread is doing, in words: the key by which the report groups threads.
 std::string activity(const KernelThread& t) {
@@ -79,8 +91,8 @@ std::string activity(const KernelThread& t) {
     case ThreadState::AtBarrier:
       return "__syncthreads (" + site_text(t.site) + ")";
     case ThreadState::AtWarp:
-      return std::string(op_name(t.op)) + " (" + site_text(t.site) + ", mask " + mask_text(t.mask) +
-             ")";
+      return std::string(op_name(t.op)) + " (" + site_text(t.site) +
+             (is_wmma(t.op) ? ", whole warp" : ", mask " + mask_text(t.mask)) + ")";
     case ThreadState::Exited:
       return "exited";
     case ThreadState::Runnable:
@@ -107,6 +119,10 @@ void add(Groups& groups, const std::string& key, unsigned id) {
 std::string Block::where() const {
   return "simt: block (" + std::to_string(index_.x) + ", " + std::to_string(index_.y) + ", " +
          std::to_string(index_.z) + ")";
+}
+
+std::string Block::where(unsigned warp) const {
+  return where() + ", warp " + std::to_string(warp);
 }
 
 std::string Block::where(const KernelThread& thread) const {
@@ -138,22 +154,28 @@ std::string Block::describe_stall() const {
       for (unsigned lane = 0; lane < 32; ++lane) {
         if ((t.mask >> lane & 1u) == 0) continue;  // (the mask names only lanes that exist)
         const KernelThread& o = threads_[warp * 32 + lane];
-        if (o.state != ThreadState::AtWarp || o.mask != t.mask) add(reasons, activity(o), lane);
+        if (o.state != ThreadState::AtWarp || o.mask != t.mask || !same_collective(t, o)) {
+          add(reasons, activity(o), lane);
+        }
       }
       std::string why;
       for (const auto& [reason, lanes] : reasons) {
-        why += (why.empty() ? "" : ", and ") + std::string("lanes ") + id_ranges(lanes) +
-               (reason == "exited" ? ", which exited" : ", which wait in " + reason);
+        const bool one = lanes.size() == 1;
+        why += (why.empty() ? "" : ", and ") + std::string(one ? "lane " : "lanes ") +
+               id_ranges(lanes) +
+               (reason == "exited" ? ", which exited"
+                                   : (one ? ", which waits in " : ", which wait in ") + reason);
       }
       add(waits,
-          std::to_string(warp) + " wait in " + op_name(t.op) + " (" + site_text(t.site) +
-              ") with mask " + mask_text(t.mask) + " for " + why,
+          std::to_string(warp) + " in " + op_name(t.op) + " (" + site_text(t.site) + ")" +
+              mask_clause(t.op, t.mask) + " for " + why,
           t.linear % 32);
     }
     for (const auto& [text, lanes] : waits) {
-      const std::size_t space = text.find(' ');  // text = "W wait in ...": split off the warp
+      const std::size_t space = text.find(' ');  // text = "W in ...": split off the warp
       headline += (headline.empty() ? "" : "; ") + std::string("warp ") + text.substr(0, space) +
-                  ": lanes " + id_ranges(lanes) + text.substr(space);
+                  (lanes.size() == 1 ? ": lane " : ": lanes ") + id_ranges(lanes) +
+                  (lanes.size() == 1 ? " waits" : " wait") + text.substr(space);
     }
     headline += ". Every lane named in a mask must reach the same warp collective";
   } else if (!exited.empty()) {

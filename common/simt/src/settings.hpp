@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "simt/common.hpp"
+#include "simt/errors_and_settings.hpp"
 
 namespace simt::inline emu::detail {
 

@@ -1,4 +1,4 @@
-// Warp collectives: shuffles, votes and __syncwarp.
+// Warp collectives: shuffles, votes, __syncwarp, and the wmma ones (whose work is in wmma.cpp).
 //
 // Every lane named in the mask must arrive, with that same mask, before any lane gets a result,
 // as the "_sync" intrinsics require. Each arriving lane posts its value and waits; the last one
@@ -8,7 +8,14 @@
 // undefined (a lane outside the block, a lane that has exited, a read from a lane outside the
 // mask, one group meeting at different collectives) is an error here; lanes that wait for each
 // other in different groups are a deadlock, which the scheduler reports.
+//
+// Collectives are matched by call site: the lanes of a mask must all wait at the same line. A
+// lane that skipped a shuffle the others took would otherwise be paired with them at its next
+// shuffle and silently exchange the wrong values; here that is an error naming both lines.
+#include <algorithm>
 #include <bit>
+#include <utility>
+#include <vector>
 
 #include "block.hpp"
 #include "report.hpp"
@@ -80,9 +87,12 @@ std::uint64_t Block::collective(WarpOp op, unsigned mask, std::uint64_t value, i
 void Block::check_arrival(const KernelThread& t, unsigned lane, const WarpLanes& lanes) const {
   // The message prefix is built only on failure: this runs on every shuffle.
   const auto fail = [&](const std::string& problem) {
-    throw KernelError(where(t) + ": " + op_name(t.op) + " at " + site_text(t.site) + " with mask " +
-                      mask_text(t.mask) + ": " + problem);
+    throw KernelError(
+        where(t) + ": " + op_name(t.op) + " at " + site_text(t.site) +
+        (is_wmma(t.op) ? ", which needs the whole warp" : " with mask " + mask_text(t.mask)) +
+        ": " + problem);
   };
+  const char* const names = is_wmma(t.op) ? "it needs lanes " : "the mask names lanes ";
   if (t.width < 1 || t.width > 32 || !std::has_single_bit(static_cast<unsigned>(t.width))) {
     fail("width " + std::to_string(t.width) + " — expected a power of two from 1 to 32");
   }
@@ -90,11 +100,11 @@ void Block::check_arrival(const KernelThread& t, unsigned lane, const WarpLanes&
     fail("the mask does not name the calling lane " + std::to_string(lane));
   }
   if (const unsigned absent = t.mask & ~lanes.exist) {
-    fail("the mask names lanes " + lane_ranges(absent) + ", which this block does not have (" +
+    fail(names + lane_ranges(absent) + ", which this block does not have (" +
          std::to_string(threads_.size()) + " threads), so they never arrive");
   }
   if (const unsigned gone = t.mask & lanes.exited) {
-    fail("the mask names lanes " + lane_ranges(gone) + ", which exited, so they never arrive");
+    fail(names + lane_ranges(gone) + ", which exited, so they never arrive");
   }
 }
 
@@ -111,24 +121,56 @@ bool Block::group_complete(unsigned warp, const KernelThread& arriving) {
   return true;
 }
 
-void Block::complete(unsigned warp, const KernelThread& arriving) {
+void Block::check_one_collective(unsigned warp, const KernelThread& arriving) {
   const unsigned mask = arriving.mask;
+  bool one = true;
+  for (unsigned lane = 0; lane < 32 && one; ++lane) {
+    if ((mask >> lane & 1u) == 0) continue;
+    const KernelThread& o = lane_thread(warp, lane);
+    one = same_collective(arriving, o) && o.width == arriving.width;
+  }
+  if (one) return;
+  // Say where every lane of the mask is, grouped by collective and line: both lines show.
+  std::vector<std::pair<std::string, std::vector<unsigned>>> places;
   for (unsigned lane = 0; lane < 32; ++lane) {
     if ((mask >> lane & 1u) == 0) continue;
     const KernelThread& o = lane_thread(warp, lane);
-    if (o.op != arriving.op || o.width != arriving.width) {
-      throw KernelError(
-          where(arriving) + ": " + op_name(arriving.op) + " at " + site_text(arriving.site) +
-          " (width " + std::to_string(arriving.width) + ") meets lane " + std::to_string(lane) +
-          " in " + op_name(o.op) + " at " + site_text(o.site) + " (width " +
-          std::to_string(o.width) + ") with mask " + mask_text(mask) +
-          "; the lanes of a mask must all call the same collective with the same width");
+    std::string place = std::string(op_name(o.op)) + " (" + site_text(o.site);
+    if (is_shuffle(o.op) && o.width != 32) place += ", width " + std::to_string(o.width);
+    place += ")";
+    auto it =
+        std::find_if(places.begin(), places.end(), [&](const auto& p) { return p.first == place; });
+    if (it == places.end()) {
+      places.push_back({place, {lane}});
+    } else {
+      it->second.push_back(lane);
     }
   }
+  std::string text;
+  for (const auto& [place, lanes] : places) {
+    text += (text.empty() ? "" : ", ") + std::string(lanes.size() == 1 ? "lane " : "lanes ") +
+            id_ranges(lanes) + " in " + place;
+  }
+  const bool wmma = is_wmma(arriving.op);
+  throw KernelError(where(warp) + ": the lanes " +
+                    (wmma ? "of the warp" : "with mask " + mask_text(mask)) +
+                    " meet at different collectives: " + text + ". " +
+                    (wmma ? "Every lane of the warp must make the same wmma call at the same line"
+                          : "Every lane named in a mask must call the same collective at the same "
+                            "line (with the same width)") +
+                    "; a lane that skips one (in a branch, say) would be paired with the others "
+                    "at its next one");
+}
+
+void Block::complete(unsigned warp, const KernelThread& arriving) {
+  const unsigned mask = arriving.mask;
+  check_one_collective(warp, arriving);
 
   // Compute every result before releasing anyone, so an error leaves no lane half-done.
   std::uint64_t results[32] = {};
-  if (is_shuffle(arriving.op)) {
+  if (is_wmma(arriving.op)) {
+    complete_wmma(warp, arriving);  // writes the lanes' outputs to the warp's stage
+  } else if (is_shuffle(arriving.op)) {
     for (unsigned lane = 0; lane < 32; ++lane) {
       if ((mask >> lane & 1u) == 0) continue;
       const KernelThread& o = lane_thread(warp, lane);

@@ -1,7 +1,9 @@
-// Compile-only proof that the portable kernels, simt::launch, DeviceBuffer and the shared-memory
-// opt-in build with nvcc, through the same simt/cuda.hpp (built for sm_80 and sm_90 by
-// common/simt/CMakeLists.txt when CMake finds CUDA). Nothing runs it: this machine has no GPU.
+// Compile-only proof that the portable kernels, simt::launch, DeviceBuffer, the shared-memory
+// opt-in and the nvcuda::wmma GEMM build with nvcc, through the same simt/cuda.hpp (built for
+// sm_80 and sm_90 by common/simt/CMakeLists.txt when CMake finds CUDA). Nothing runs it: this
+// machine has no GPU.
 #include "portable_kernels.hpp"
+#include "portable_wmma.hpp"
 
 namespace simt_tests::SIMT_BACKEND {
 
@@ -15,6 +17,27 @@ void probe_every_driver() {
   (void)reverse_blocks(values, 128, 64);
   (void)round_trip(values);
   (void)simt::cuda_device_count();
+}
+
+/// Instantiates the wmma GEMM for both input types and every layout of A and B.
+template <class T>
+void probe_wmma_gemm() {
+  using nvcuda::wmma::col_major;
+  using nvcuda::wmma::row_major;
+  WmmaGemmShape shape;
+  shape.m = shape.n = shape.k = 16;
+  shape.lda = shape.ldb = shape.ldc = shape.ldd = 16;
+  const std::vector<T> a(256, T(1.0f));
+  const std::vector<float> c(256, 0.0f);
+  (void)wmma_gemm<T, row_major, row_major>(a, a, c, c, shape);
+  (void)wmma_gemm<T, row_major, col_major>(a, a, c, c, shape);
+  (void)wmma_gemm<T, col_major, row_major>(a, a, c, c, shape);
+  (void)wmma_gemm<T, col_major, col_major>(a, a, c, c, shape);
+}
+
+void probe_every_wmma_gemm() {
+  probe_wmma_gemm<__half>();
+  probe_wmma_gemm<__nv_bfloat16>();
 }
 
 }  // namespace simt_tests::SIMT_BACKEND

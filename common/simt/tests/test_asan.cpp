@@ -51,6 +51,24 @@ TEST(SimtAsanDeathTest, ReadPastDynamicSharedMemoryIsReported) {
       "heap-buffer-overflow");
 }
 
+// A 16x16 tile with ldm 16 needs 256 elements; the buffer has 255. The warp's last lane to arrive
+// reads the whole tile, so the report names whichever lane that was.
+__global__ void tile_past_the_end_kernel(const __half* tile) {
+  nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __half, nvcuda::wmma::row_major> a;
+  nvcuda::wmma::load_matrix_sync(a, tile, 16);
+}
+
+TEST(SimtAsanDeathTest, WmmaTileReadPastADeviceBufferIsReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        simt::DeviceBuffer<__half> tile(255);
+        tile.fill_bytes(0);
+        simt::launch(tile_past_the_end_kernel, dim3(1), dim3(32), 0, tile.data());
+      },
+      "heap-buffer-overflow.*block \\(0, 0, 0\\), thread [0-9]+ \\(warp 0, lane [0-9]+\\)");
+}
+
 }  // namespace
 }  // namespace simt_tests
 

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "test_helpers.hpp"
 
@@ -133,6 +134,100 @@ TEST(SimtErrors, MasksThatDisagree) {
         [&] { simt::launch(mismatched_masks_kernel, dim3(1), dim3(32), 0, out.data()); },
         {"__shfl_xor_sync", site(__FILE__, kHalfMaskShuffle), "mask 0xffffffff", "which exited"});
   }
+}
+
+constexpr int kSkippedShuffle = __LINE__ + 8;
+constexpr int kNextShuffle = __LINE__ + 8;
+// The reported bug: a shuffle moved inside a branch. Lane 0 skips the first butterfly step and
+// arrives at the second one, where the other lanes, still at the first, would complete its
+// group: a GPU would pair different shuffles and exchange the wrong values.
+__global__ void skipped_shuffle_kernel(float* out) {
+  const unsigned lane = threadIdx.x % 32;
+  float v = static_cast<float>(lane);
+  if (lane != 0) v += __shfl_xor_sync(0xffffffffu, v, 1);
+  v += __shfl_xor_sync(0xffffffffu, v, 2);
+  out[threadIdx.x] = v;
+}
+
+/// [test_call_site_rule]
+TEST(SimtErrors, ShufflesAreMatchedByCallSite) {
+  // Forward: lane 0 waits at the later line first; reverse and random: lanes 1-31 do. Either
+  // way the message names both lines and which lanes are at each.
+  for (const Schedule s : {Schedule::Forward, Schedule::Reverse, Schedule::Random}) {
+    const ScopedSchedule schedule(s, 5);
+    simt::DeviceBuffer<float> out(32);
+    ExpectKernelError(
+        [&] { simt::launch(skipped_shuffle_kernel, dim3(1), dim3(32), 0, out.data()); },
+        {"warp 0", "with mask 0xffffffff meet at different collectives",
+         "lane 0 in __shfl_xor_sync (" + site(__FILE__, kNextShuffle) + ")",
+         "lanes 1-31 in __shfl_xor_sync (" + site(__FILE__, kSkippedShuffle) + ")"});
+  }
+}
+/// [test_call_site_rule]
+
+constexpr int kLowerVote = __LINE__ + 5;
+constexpr int kUpperShuffle = __LINE__ + 5;
+// Different collectives with one mask: a vote against a shuffle.
+__global__ void vote_against_shuffle_kernel(int* out) {
+  const unsigned lane = threadIdx.x % 32;
+  if (lane < 8) out[lane] = static_cast<int>(__ballot_sync(0xffffffffu, 1));
+  if (lane >= 8) out[lane] = __shfl_sync(0xffffffffu, 1, 0);
+}
+
+TEST(SimtErrors, DifferentCollectivesWithOneMask) {
+  simt::DeviceBuffer<int> out(32);
+  ExpectKernelError(
+      [&] { simt::launch(vote_against_shuffle_kernel, dim3(1), dim3(32), 0, out.data()); },
+      {"meet at different collectives",
+       "lanes 0-7 in __ballot_sync (" + site(__FILE__, kLowerVote) + ")",
+       "lanes 8-31 in __shfl_sync (" + site(__FILE__, kUpperShuffle) + ")"});
+}
+
+// __syncwarp is the exception to the call-site rule: from sm_70 on, the lanes of a mask may
+// meet at different __syncwarp calls. Lanes 0-15 write, both halves meet, lanes 16-31 read.
+__global__ void split_syncwarp_kernel(int* out) {
+  __shared__ int values[32];  // [32]
+  const unsigned lane = threadIdx.x % 32;
+  if (lane < 16) {
+    values[lane] = static_cast<int>(lane) + 100;
+    __syncwarp();
+  } else {
+    __syncwarp();
+    out[lane] = values[lane - 16];
+  }
+}
+
+TEST(SimtErrors, SyncwarpMayMeetAtDifferentCallSites) {
+  for (const Schedule s : {Schedule::Forward, Schedule::Reverse}) {
+    const ScopedSchedule schedule(s);
+    simt::DeviceBuffer<int> out(32);
+    out.fill_bytes(0);
+    simt::launch(split_syncwarp_kernel, dim3(1), dim3(32), 0, out.data());
+    std::vector<int> host(32);
+    out.download(host.data(), 32);
+    for (int lane = 16; lane < 32; ++lane) EXPECT_EQ(host[lane], lane - 16 + 100) << lane;
+  }
+}
+
+constexpr int kStuckShuffle = __LINE__ + 6;
+constexpr int kOtherShuffle = __LINE__ + 6;
+// Lanes 0-15 at one shuffle, lane 16 at another, lanes 17-31 at a barrier: nobody can go on, and
+// the report says that lane 16 waits at a different line.
+__global__ void three_places_kernel(float* out) {
+  const unsigned lane = threadIdx.x % 32;
+  if (lane < 16) out[lane] = __shfl_sync(0xffffffffu, 1.0f, 0);
+  if (lane == 16) out[lane] = __shfl_sync(0xffffffffu, 2.0f, 0);
+  if (lane > 16) __syncthreads();
+}
+
+TEST(SimtErrors, StuckReportNamesLanesAtAnotherLine) {
+  simt::DeviceBuffer<float> out(32);
+  ExpectKernelError(
+      [&] { simt::launch(three_places_kernel, dim3(1), dim3(32), 0, out.data()); },
+      {"warp 0: lanes 0-15 wait in __shfl_sync (" + site(__FILE__, kStuckShuffle) + ")",
+       "lane 16, which waits in __shfl_sync (" + site(__FILE__, kOtherShuffle),
+       "lanes 17-31, which wait in __syncthreads",
+       "warp 0: lane 16 waits in __shfl_sync (" + site(__FILE__, kOtherShuffle) + ")"});
 }
 
 __global__ void read_outside_mask_kernel(int* out) {

@@ -2,7 +2,7 @@
 // Bug: keys are gathered for ceil(seq_len / block_size) * block_size tokens, so the unused tail
 // of the last block (poison) reaches every query the causal mask leaves open to the end.
 // Chapter: \ref lab_04_maps
-// Caught by: AttnPaged.SingleDecodeStepSeesTheWholeCache, AttnPaged.ThreeSequencesWithPaddedBlockTable, AttnPaged.HugePoisonInUnusedSlotsIsNeverRead, ChunkedPrefill.ChunksOfSixteenEqualOnePrefillOfForty
+// Caught by: AttnPaged.SingleDecodeStepSeesTheWholeCache, AttnPaged.ThreeSequencesWithPaddedBlockTable, AttnPaged.UnusedSlotsNeverEnterTheSoftmax, ChunkedPrefill.ChunksOfSixteenEqualOnePrefillOfForty
 
 // Lab 04 — one attention call for a mixed batch: the reference solution (instructors only; a
 // student release has no solutions/ folder). Built instead of labs/04-varlen-batch/starter.cpp
