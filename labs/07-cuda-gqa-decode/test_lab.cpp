@@ -17,7 +17,7 @@
 #include "gqa_decode.hpp"
 #include "pa/kv_layouts.hpp"
 #include "pa/testing.hpp"
-#include "simt/common.hpp"
+#include "simt/errors_and_settings.hpp"
 
 namespace pa::cuda_gqa {
 
