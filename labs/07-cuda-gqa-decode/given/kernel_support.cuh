@@ -1,8 +1,7 @@
-/// \file
-/// Lab 07, given device code: the kernels' helpers (common/pa/device_helpers.cuh: Vec<T, N>,
-/// to_float / from_float, ceil_div / imax / imin, WARP_SIZE, FULL_MASK, PA_TODO_KERNEL) brought
-/// into the kernels' namespace, pa::cuda_gqa::SIMT_BACKEND, the shared-memory tiles of the decode
-/// kernel as typed pointers, and the load that reads another block's partial result.
+// Lab 07, given device code: the kernels' helpers (common/pa/device_helpers.cuh: Vec<T, N>,
+// to_float / from_float, ceil_div / imax / imin, WARP_SIZE, FULL_MASK, PA_TODO_KERNEL) brought
+// into the kernels' namespace, pa::cuda_gqa::SIMT_BACKEND, the shared-memory tiles of the decode
+// kernel as typed pointers, and the load that reads another block's partial result.
 #pragma once
 
 #include <cstdint>
