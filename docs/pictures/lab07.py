@@ -132,9 +132,10 @@ def layouts() -> Figure:
 # ---- the tile picture -----------------------------------------------------------------------------
 
 def _shared_bytes(head_size):
-    """The tiles' bytes as SharedLayout (gqa_decode.hpp) lays them out, 16-byte row pads."""
+    """The tiles' bytes as SharedLayout (gqa_decode.hpp) lays them out: 16-byte row pads, 32 for
+    the scores."""
     return {"q": TILE_ROWS * (head_size + 8) * 2, "kv tile": TILE_TOKENS * (head_size + 8) * 2,
-            "S": TILE_ROWS * (TILE_TOKENS + 4) * 4, "P": TILE_ROWS * (TILE_TOKENS + 8) * 2,
+            "S": TILE_ROWS * (TILE_TOKENS + 8) * 4, "P": TILE_ROWS * (TILE_TOKENS + 8) * 2,
             "o": TILE_ROWS * (head_size + 4) * 4}
 
 
@@ -220,7 +221,7 @@ def tiles() -> Figure:
         f.text(10, y3 + 4 * ch + 18 + 15 * i, line, size=SIZE_SMALL, fill=MUTED)
     sizes = _shared_bytes(HEAD_SIZE)
     f.text(10, y3 + 4 * ch + 68, f"Shared memory at head_size {HEAD_SIZE}, rows padded by 16 "
-           "bytes: " + ", ".join(f"{k} {v / 1000:.1f} KB" for k, v in sizes.items()) +
+           "bytes (S: 32): " + ", ".join(f"{k} {v / 1000:.1f} KB" for k, v in sizes.items()) +
            f": {sum(sizes.values()) / 1000:.0f} KB per thread block.", size=SIZE_SMALL,
            fill=MUTED)
     return f

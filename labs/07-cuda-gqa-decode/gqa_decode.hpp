@@ -58,7 +58,9 @@ struct SharedLayout {
 
   constexpr int ld_q() const { return head_size + kPadHalf; }    // q_tile  [16, ld_q] half
   constexpr int ld_kv() const { return head_size + kPadHalf; }   // kv_tile [64, ld_kv] half
-  static constexpr int ld_s() { return kTileTokens + kPadFloat; }  // scores [16, ld_s] float
+  // scores [16, ld_s] float; 32 bytes of pad: the 4 rows a warp's softmax reads at once start
+  // 8 banks apart
+  static constexpr int ld_s() { return kTileTokens + 2 * kPadFloat; }
   static constexpr int ld_p() { return kTileTokens + kPadHalf; }   // probs [16, ld_p] half
   constexpr int ld_o() const { return head_size + kPadFloat; }   // acc_o   [16, ld_o] float
 

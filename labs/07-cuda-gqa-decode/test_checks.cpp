@@ -169,6 +169,15 @@ TEST(GqaDecodeChecks, RejectsAPartitionOfPartialTiles) {
   EXPECT_TRUE(ThrowsInvalidArgument(call, {"partition_size", ">= 0", "got -64"}));
 }
 
+TEST(GqaDecodeChecks, RejectsMorePartitionsThanAGridHolds) {
+  Call call;
+  call.partition_size = 64;
+  call.max_seq_len = 64 * 65535 + 1;
+  EXPECT_TRUE(ThrowsInvalidArgument(
+      call, {"ceil(max_seq_len / partition_size)", "<= 65535", "larger partition_size",
+             "got 65536"}));
+}
+
 TEST(GqaDecodeChecks, DefaultPartitionSizeFillsTheGrid) {
   // One partition per sequence once the batch alone gives kMinGridBlocks blocks ...
   EXPECT_EQ(default_partition_size(128, 8, 2048), 2048);

@@ -109,6 +109,14 @@ inline void decode(const char* function, const DecodeArgs& args) {
     check.multiple_of("partition_size", args.partition_size, kTileTokens,
                       "kTileTokens (or 0 for the default)");
   }
+  const std::int64_t partition_size =
+      args.partition_size != 0
+          ? args.partition_size
+          : default_partition_size(static_cast<int>(num_seqs), static_cast<int>(num_kv_heads),
+                                   args.max_seq_len);
+  check.at_most("ceil(max_seq_len / partition_size)",
+                (args.max_seq_len + partition_size - 1) / partition_size, 65535,
+                "a grid's z extent: choose a larger partition_size");
 
   const std::int64_t max_blocks = block_tables.size(1);
   const std::int32_t* lens = seq_lens.data_as<std::int32_t>();
