@@ -285,6 +285,8 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
       }
     }
     __syncthreads();  // (C) every warp is done with V, and o is complete for the rows' threads
+
+    // ---- Step 3g: the next keys take the values' place -------------------------------------
     if (more) {
       staged.store(tiles.kv, Tiles::kLdKV);
       __syncthreads();  // (D) the next keys are in place for 3b
