@@ -639,7 +639,7 @@ TEST_P(GqaDecode, AgreesWithTheV0LayoutOnMultiHeadShapes) {
 }
 /// [test_v0_agreement]
 
-// ---- Long contexts ----------------------------------------------------------------------
+// ---- Long contexts -------------------------------------------------------------------------
 
 TEST_P(GqaDecode, LongContexts) {
   // Default partitions over long contexts, eight query heads per kv head. On a GPU: one
