@@ -1,0 +1,354 @@
+"""Lab 07's pictures (labs/07-cuda-gqa-decode/README.md): why v1 reads a grouped kv head G
+times, vLLM V1's flash layout against V0's, the tile picture (which warp holds which rows and
+columns of Q, K, S, P, V and O), the tile loop's barriers and loads in flight, and the H100
+figures the kernel is measured against (docs/figures/gpu/)."""
+import json
+from pathlib import Path
+
+from svgfig import (INK, MUTED, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
+                    Figure, hue, mix)
+
+GPU_DATA = Path(__file__).resolve().parent.parent / "figures" / "gpu"
+
+# The example most pictures draw: 32 query heads over 4 kv heads (a group of 8), head_size 128,
+# float16, tiles of 64 tokens, four warps (labs/07-cuda-gqa-decode/gqa_decode.hpp).
+NUM_HEADS, NUM_KV_HEADS, HEAD_SIZE = 32, 4, 128
+GROUP = NUM_HEADS // NUM_KV_HEADS
+NUM_WARPS, WMMA, TILE_ROWS = 4, 16, 16
+TILE_TOKENS = NUM_WARPS * WMMA
+ROW_THREADS = NUM_WARPS * 32 // TILE_ROWS
+
+
+# ---- why v1 reads each kv byte G times -----------------------------------------------------------
+
+def gqa_reads() -> Figure:
+    f = Figure(820, 300, "Who reads a kv head's cache",
+               "Left: lab 05's v1 starts one thread block per query head, so the eight query "
+               "heads of a group each read their kv head's whole context. Right: this lab's "
+               "kernel starts one thread block per kv head and partition, which reads each byte "
+               "once for all eight.")
+    for panel, (x0, title) in enumerate([(10, "v1 (lab 05): one thread block per query head"),
+                                         (420, "this lab: one thread block per kv head")]):
+        f.text(x0, 14, title, size=SIZE, weight="bold")
+        # The kv head's context: a bar of cache blocks.
+        cy = 236
+        f.rect(x0 + 20, cy, 360, 26, fill=hue(6).fill, stroke=hue(6).ink, sw=1)
+        for b in range(1, 12):
+            f.line(x0 + 20 + 30 * b, cy, x0 + 20 + 30 * b, cy + 26, stroke="#ffffff", sw=1.5)
+        f.text(x0 + 200, cy + 13, "kv head 1: K and V of every token", size=SIZE_SMALL,
+               anchor="middle")
+        if panel == 0:
+            for g in range(GROUP):
+                bx = x0 + 20 + 45 * g
+                f.box(bx, 42, 40, 38, [f"h {GROUP + g}"], fill=WARPS[0].fill,
+                      stroke=WARPS[0].ink, size=SIZE_SMALL, mono=True)
+                for k in range(3):
+                    f.line(bx + 20, 82, x0 + 35 + 150 * k + 4 * g, cy - 2,
+                           stroke=mix(WARPS[0].ink, "#ffffff", 0.35), sw=0.9, arrow=k == 1)
+            f.text(x0 + 200, 30, "8 thread blocks, query heads 8-15", size=SIZE_SMALL,
+                   anchor="middle", fill=MUTED)
+            f.text(x0 + 200, 286, "every byte loaded 8 times: bytes moved = 8 × bytes counted",
+                   size=SIZE_SMALL, anchor="middle", fill=POISON.ink, weight="bold")
+        else:
+            f.box(x0 + 100, 40, 200, 60, ["1 thread block (per partition)",
+                                          "a tile with 8 rows: heads 8-15"],
+                  fill=WARPS[2].fill, stroke=WARPS[2].ink, size=SIZE_SMALL)
+            for k in range(4):
+                f.line(x0 + 200, 102, x0 + 65 + 90 * k, cy - 2, stroke=WARPS[2].ink, sw=1.2,
+                       arrow=True)
+            f.text(x0 + 200, 286, "every byte loaded once, used by 8 rows of the tile",
+                   size=SIZE_SMALL, anchor="middle", fill=WARPS[2].ink, weight="bold")
+    f.line(410, 24, 410, 292, stroke=RULE, sw=1, dash="3 3")
+    return f
+
+
+# ---- the two layouts ------------------------------------------------------------------------------
+
+def layouts() -> Figure:
+    # A toy block: 4 tokens, 2 kv heads, head_size 16, float16 (x = 8: one cell = 16 bytes).
+    tokens, heads, dims, x = 4, 2, 16, 8
+    chunks = dims // x
+    cell_w, cell_h = 47, 34
+    f = Figure(820, 336, "One cache block in vLLM's two layouts",
+               "A toy block of 4 tokens, 2 kv heads, head_size 16, float16; each cell is 16 "
+               "bytes (8 elements). Top: V0's key cache puts each kv head's slice first, as one "
+               "contiguous run. Bottom: V1's flash layout puts each token first, its kv heads "
+               "side by side, so one kv head's rows are strided.")
+
+    def cell_label(t, h, c):
+        return [f"t{t} h{h}", f"d{c * x}-{c * x + x - 1}"]
+
+    def colour(h, t):
+        return hue(h).fill if t % 2 == 0 else mix(hue(h).fill, hue(h).ink, 0.25)
+
+    x0 = 26
+    # V0: key_cache[block] = [heads, chunks, tokens, x]
+    f.text(10, 14, "V0 (labs 05, 06): key_cache[block] is [num_kv_heads, head_size / x, "
+           "block_size, x]", size=SIZE, weight="bold", mono=False)
+    order_v0 = [(h, c, t) for h in range(heads) for c in range(chunks) for t in range(tokens)]
+    f.grid(x0, 34, 1, len(order_v0), cell_w, cell_h,
+           lambda r, i: (cell_label(order_v0[i][2], order_v0[i][0], order_v0[i][1]),
+                         colour(order_v0[i][0], order_v0[i][2])), size=8.5)
+    half = tokens * chunks * cell_w
+    f.brace(x0, x0 + half, 34 + cell_h + 2, "kv head 0: one contiguous run")
+    f.text(x0 + half + 12, 34 + cell_h + 16, "(V0's value cache is transposed: [heads, head_size, "
+           "block_size])", size=SIZE_SMALL, fill=MUTED)
+    # Flash: cache[block] = [tokens, heads, dims]
+    y1 = 130
+    f.text(10, y1 - 20, "V1 flash (this lab): key_cache[block] and value_cache[block] are "
+           "[block_size, num_kv_heads, head_size]", size=SIZE, weight="bold")
+    order_fl = [(t, h, c) for t in range(tokens) for h in range(heads) for c in range(chunks)]
+    g = f.grid(x0, y1, 1, len(order_fl), cell_w, cell_h,
+               lambda r, i: (cell_label(order_fl[i][0], order_fl[i][1], order_fl[i][2]),
+                             colour(order_fl[i][1], order_fl[i][0])), size=8.5)
+    for t in range(tokens):
+        a = g.left(t * heads * chunks)
+        f.brace(a + 2, a + heads * chunks * cell_w - 2, y1 + cell_h + 2,
+                f"token {t}: its {heads} heads, one run")
+    # What kv head 0's thread block reads.
+    y2 = y1 + cell_h + 44
+    f.text(10, y2, "the rows kv head 0's thread block loads from this block:", size=SIZE_SMALL,
+           weight="bold")
+    for t in range(tokens):
+        a = g.left(t * heads * chunks)
+        f.rect(a, y2 + 12, chunks * cell_w, 18, fill=hue(0).fill, stroke=hue(0).ink, sw=1)
+        f.text(a + chunks * cell_w / 2, y2 + 21, f"row t{t}: {dims * 2} B", size=9,
+               anchor="middle")
+        if t + 1 < tokens:
+            f.arrow(a + chunks * cell_w + 4, y2 + 21, g.left((t + 1) * heads * chunks) - 4,
+                    y2 + 21, color=MUTED, sw=1)
+    f.text(10, y2 + 52, "A row of one kv head is head_size contiguous elements (256 B at "
+           "head_size 128): 16 threads × 16-byte loads, whole 32-byte sectors.", size=SIZE_SMALL,
+           fill=MUTED)
+    f.text(10, y2 + 68, "Consecutive rows are num_kv_heads × head_size elements apart: the "
+           "token stride of this layout. K and V share it, unsplit, untransposed.",
+           size=SIZE_SMALL, fill=MUTED)
+    f.text(10, y2 + 84, "vLLM allocates both as one tensor [2, num_blocks, block_size, "
+           "num_kv_heads, head_size]; FlashInfer calls this order NHD.", size=SIZE_SMALL,
+           fill=MUTED)
+    return f
+
+
+# ---- the tile picture -----------------------------------------------------------------------------
+
+def _shared_bytes(head_size):
+    """The tiles' bytes as SharedLayout (gqa_decode.hpp) lays them out: 16-byte row pads, 32 for
+    the scores."""
+    return {"q": TILE_ROWS * (head_size + 8) * 2, "kv tile": TILE_TOKENS * (head_size + 8) * 2,
+            "S": TILE_ROWS * (TILE_TOKENS + 8) * 4, "P": TILE_ROWS * (TILE_TOKENS + 8) * 2,
+            "o": TILE_ROWS * (head_size + 4) * 4}
+
+
+def _tile(f, x, y, rows, cols, cw, ch, name, shape, owner, label, row_labels=None):
+    """A matrix drawn as 16x16 wmma tiles: owner(r, c) -> warp (or None), label(r, c) -> text."""
+    f.text(x, y - 24, name, size=SIZE, weight="bold", mono=True)
+    f.text(x, y - 10, shape, size=9.5, fill=MUTED, mono=True)
+
+    def cell(r, c):
+        w = owner(r, c)
+        return label(r, c), (WARPS[w] if w is not None else "#f5f7fa")
+    return f.grid(x, y, rows, cols, cw, ch, cell, size=9, row_labels=row_labels)
+
+
+def tiles() -> Figure:
+    f = Figure(820, 640, "The tiles of one thread block",
+               "32 query heads over 4 kv heads (a group of 8), head_size 128, tiles of 64 "
+               "tokens. Each cell is one 16 x 16 wmma tile (a half-height cell: 8 of its rows), "
+               "coloured by the warp that computes or reads it.")
+    qk_steps = HEAD_SIZE // WMMA
+    o_tiles = HEAD_SIZE // WMMA // NUM_WARPS
+    cw, ch, hh = 26, 30, 15
+    groups = [f"heads 8k+0…7", "rows 8-15: 0"]
+    f.legend(10, 12, [(WARPS[w], f"warp {w}") for w in range(NUM_WARPS)] +
+             [("#f5f7fa", "read by every warp"), (POISON, "zero padding rows")])
+    # Q · Kᵀ = S
+    y = 74
+    qg = _tile(f, 96, y, 2, qk_steps, cw, hh, "q tile", f"[16, {HEAD_SIZE}] 16-bit",
+               lambda r, c: None, lambda r, c: f"k{c}" if r == 0 else "", row_labels=groups)
+    f.rect(qg.x, qg.y + hh, qg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
+    f.text(qg.x + qg.width + 14, y + hh, "·", size=22, anchor="middle")
+    kx = qg.x + qg.width + 74
+    kg = _tile(f, kx, y, NUM_WARPS, qk_steps, cw, ch, "key tile, read as Kᵀ",
+               f"[64 tokens, {HEAD_SIZE}] 16-bit", lambda r, c: r, lambda r, c: f"k{c}",
+               row_labels=[f"t{16 * w}-{16 * w + 15}" for w in range(NUM_WARPS)])
+    f.text(kg.x + kg.width + 14, y + hh, "=", size=18, anchor="middle")
+    sx = kg.x + kg.width + 30
+    _tile(f, sx, y, 2, NUM_WARPS, 44, hh, "scores S", "[16, 64] float",
+          lambda r, c: c, lambda r, c: f"t{16 * c}+" if r == 0 else "")
+    notes = ["Warp w: for k = 0 … 7, mma_sync(s, q[:, 16k …], Kᵀ[16k …, its 16 tokens]): the key "
+             "tile's rows 16w … 16w + 15, read col_major,",
+             "are 16 columns of Kᵀ. It stores its 16 columns of S; rows 8-15 come out 0 "
+             "(zero queries)."]
+    for i, line in enumerate(notes):
+        f.text(10, y + 4 * ch + 18 + 15 * i, line, size=SIZE_SMALL, fill=MUTED)
+    # The softmax: rows to threads.
+    y2 = y + 4 * ch + 86
+    f.text(10, y2 - 22, "softmax: row r of S and P belongs to threads 8r … 8r + 7 (lanes of "
+           "one warp), 8 columns each", size=SIZE, weight="bold")
+    rows_shown = [0, 1, 2, 3, 4, 7, 8, 15]
+    rg = f.grid(96, y2, 1, len(rows_shown), 78, 34,
+                lambda r, c: ([f"row {rows_shown[c]}", f"thr {8 * rows_shown[c]}-"
+                               f"{8 * rows_shown[c] + 7}"],
+                              WARPS[rows_shown[c] // 4] if rows_shown[c] < GROUP else
+                              mix(WARPS[rows_shown[c] // 4].fill, "#ffffff", 0.6)),
+                size=9, row_labels=["S, P"])
+    f.text(10, y2 + 50, "Each row is one query head: its max m, sum l and row_alpha = "
+           "exp(m_old − m_new) are its own, reduced over its 8 lanes (masks 4, 2, 1).",
+           size=SIZE_SMALL, fill=MUTED)
+    f.text(10, y2 + 65, "Rows 8-15 (pale) are padding: computed like the others, never "
+           "written out.", size=SIZE_SMALL, fill=MUTED)
+    # P · V = O
+    y3 = y2 + 126
+    pg = _tile(f, 96, y3, 2, NUM_WARPS, 44, hh, "probabilities P", "[16, 64] 16-bit",
+               lambda r, c: None, lambda r, c: f"t{16 * c}+" if r == 0 else "",
+               row_labels=groups)
+    f.text(pg.x + pg.width + 14, y3 + hh, "·", size=22, anchor="middle")
+    vx = pg.x + pg.width + 74
+    vg = _tile(f, vx, y3, NUM_WARPS, qk_steps, cw, ch, "value tile",
+               f"[64 tokens, {HEAD_SIZE}] 16-bit", lambda r, c: c // o_tiles, lambda r, c: "",
+               row_labels=[f"t{16 * w}-{16 * w + 15}" for w in range(NUM_WARPS)])
+    f.text(vg.x + vg.width + 14, y3 + hh, "=", size=18, anchor="middle")
+    ox = vg.x + vg.width + 30
+    _tile(f, ox, y3, 2, qk_steps, 26, hh, "output o", f"[16, {HEAD_SIZE}] float",
+          lambda r, c: c // o_tiles, lambda r, c: f"w{c // o_tiles}" if r == 0 else "")
+    notes = [f"Warp w owns o's columns {HEAD_SIZE // NUM_WARPS}w … "
+             f"{HEAD_SIZE // NUM_WARPS}w + {HEAD_SIZE // NUM_WARPS - 1} ({o_tiles} tiles): it "
+             "scales their rows by row_alpha in shared memory, loads them as",
+             "accumulators, adds the 4 products P[:, 16j …] · V[16j …, its columns] and stores "
+             "them back. Every warp reads all of P; the value tile",
+             "occupies the shared tile the keys used."]
+    for i, line in enumerate(notes):
+        f.text(10, y3 + 4 * ch + 18 + 15 * i, line, size=SIZE_SMALL, fill=MUTED)
+    sizes = _shared_bytes(HEAD_SIZE)
+    f.text(10, y3 + 4 * ch + 68, f"Shared memory at head_size {HEAD_SIZE}, rows padded by 16 "
+           "bytes (S: 32): " + ", ".join(f"{k} {v / 1000:.1f} KB" for k, v in sizes.items()) +
+           f": {sum(sizes.values()) / 1000:.0f} KB per thread block.", size=SIZE_SMALL,
+           fill=MUTED)
+    return f
+
+
+# ---- the tile loop as a timeline ------------------------------------------------------------------
+
+LOOP = [  # (what the threads do, in flight in registers, kv tile in shared memory)
+    ("3a  issue the loads of this tile's V (into registers)", "V tile →", "K"),
+    ("3b  S = Q·Kᵀ on tensor cores, warp w: 16 columns; store S", "V tile …", "K (read)"),
+    ("3c  softmax per row: m, l, row_alpha, P (16-bit)", "V tile …", "K"),
+    ("3d  store V into the kv tile", "", "V (written)"),
+    ("3e  issue the loads of the next tile's K", "next K →", "V"),
+    ("3f  o = diag(row_alpha) o + P·V, warp w: its columns", "next K …", "V (read)"),
+    ("3g  store the next K into the kv tile", "", "next K (written)"),
+]
+BARRIERS = {1: "(A) S complete: the softmax reads every warp's columns",
+            3: "(B) P, row_alpha and V visible to every warp",
+            5: "(C) every warp done with V; o complete",
+            6: "(D) the next keys in place for 3b"}
+
+
+def loop() -> Figure:
+    row_h, bar_h = 30, 20
+    top = 50
+    height = top + len(LOOP) * row_h + len(BARRIERS) * bar_h + 46
+    f = Figure(820, height, "One tile of the loop",
+               "Top to bottom: the steps of one 64-token tile, the four barriers and what each "
+               "protects, the tile whose loads are in flight meanwhile, and what the shared kv "
+               "tile holds.")
+    f.text(10, 16, "what the 128 threads do", size=SIZE_TITLE, weight="bold")
+    f.text(560, 16, "in flight", size=SIZE_TITLE, weight="bold")
+    f.text(680, 16, "kv tile holds", size=SIZE_TITLE, weight="bold")
+    y = top
+    for i, (what, flight, holds) in enumerate(LOOP):
+        f.text(14, y + row_h / 2, what, size=SIZE_SMALL)
+        if flight:
+            f.rect(560, y + 4, 100, row_h - 8, fill=STATE.fill, stroke=STATE.ink, sw=1)
+            f.text(610, y + row_h / 2, flight, size=9.5, anchor="middle")
+        kind = WARPS[0] if "K" in holds and "V" not in holds else WARPS[2]
+        f.rect(680, y + 4, 120, row_h - 8, fill=kind.fill, stroke=kind.ink, sw=1)
+        f.text(740, y + row_h / 2, holds, size=9.5, anchor="middle")
+        y += row_h
+        if i in BARRIERS:
+            f.line(10, y + bar_h / 2, 810, y + bar_h / 2, stroke="#c0392b", sw=1.6, dash="7 4")
+            label = f"__syncthreads() {BARRIERS[i]}"
+            f.rect(20, y + 2, len(label) * 5.9 + 12, bar_h - 4, fill="#ffffff", stroke=None)
+            f.text(25, y + bar_h / 2, label, size=9.5, fill="#c0392b", mono=True)
+            y += bar_h
+    f.text(10, y + 16, "Every step but the stores has one tile's loads outstanding: V's during "
+           "Q·Kᵀ and the softmax, the next K's during P·V.", size=SIZE_SMALL, fill=MUTED)
+    f.text(10, y + 32, "(D) is skipped after the last tile; K and V take turns in one shared "
+           "tile, which halves the block's shared memory.", size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
+# ---- the H100 figures this kernel is measured against ---------------------------------------------
+
+SHAPES = [(64, 4096, 32, 4, 85), (128, 2048, 32, 8, 85), (16, 4096, 32, 32, 75),
+          (1, 16384, 32, 8, 80), (1, 65536, 32, 8, 80)]
+
+
+def _gpu_data():
+    bench = json.loads((GPU_DATA / "h100-lab05_bench-2026-11-22.json").read_text())
+    v1 = {}
+    for b in bench["benchmarks"]:
+        if b["name"].startswith("BM_GpuPagedAttentionV1"):
+            v1[(int(b["seqs"]), int(b["tokens"]), int(b["heads"]), int(b["kv_heads"]))] = \
+                b["bytes_per_second"] / 1e9
+    torch = {}
+    for line in (GPU_DATA / "h100-torch-sdpa-2026-11-22.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        seqs_tokens, heads = row["shape"].split()
+        seqs, tokens = map(int, seqs_tokens.split("x"))
+        h, kv = map(int, heads.split("/"))
+        torch[(seqs, tokens, h, kv)] = row
+    return v1, torch
+
+
+def targets() -> Figure:
+    v1, torch = _gpu_data()
+    f = Figure(820, 84 + 50 * len(SHAPES), "Where the kernel must land on an H100",
+               "For the five benchmark batches: lab 05's v1 and FlashAttention through PyTorch "
+               "as measured on an H100, the plain read of the same bytes, and this lab's target "
+               "as a fraction of the read.")
+    x0, scale = 230, 560 / 3200
+    f.text(10, 14, "GB/s of K and V (H100 80GB HBM3, L2 flushed before each call)", size=SIZE,
+           weight="bold")
+    for gb in range(0, 3201, 500):
+        x = x0 + gb * scale
+        f.line(x, 34, x, 40 + 50 * len(SHAPES), stroke=RULE, sw=0.6, dash="2 3")
+        f.text(x, 28, str(gb), size=9, anchor="middle", fill=MUTED)
+    for i, (seqs, tokens, heads, kv, target) in enumerate(SHAPES):
+        shape = (seqs, tokens, heads, kv)
+        y = 42 + 50 * i
+        f.text(10, y + 10, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
+        f.text(10, y + 25, f"target ≥ {target}% of the read", size=9.5, fill=MUTED)
+        row = torch.get(shape)
+        if row:
+            read = row["read_sum_GBps"]
+            lo = x0 + read * target / 100 * scale
+            f.rect(lo, y, (read - read * target / 100) * scale, 38, fill=STATE.fill, stroke=None)
+            f.line(x0 + read * scale, y - 2, x0 + read * scale, y + 40, stroke=INK, sw=2)
+        else:
+            f.text(x0 + 2450 * scale, y + 18, "read: not measured", size=9.5, anchor="middle",
+                   fill=MUTED)
+        if shape in v1:
+            f.rect(x0, y + 3, v1[shape] * scale, 13, fill=WARPS[0].fill, stroke=WARPS[0].ink, sw=1)
+            f.text(x0 + v1[shape] * scale + 5, y + 9, f"{v1[shape]:,.0f}", size=9.5,
+                   fill=WARPS[0].ink, weight="bold")
+        else:
+            f.text(x0 + 4, y + 9, "v1: not measured" if tokens < 60000 else
+                   "v1: the logits do not fit in shared memory", size=9.5, fill=MUTED)
+        if row:
+            flash = row["sdpa_flash_GBps"]
+            f.rect(x0, y + 21, flash * scale, 13, fill=WARPS[2].fill, stroke=WARPS[2].ink, sw=1)
+            f.text(x0 + flash * scale + 5, y + 27, f"{flash:,.0f}", size=9.5, fill=WARPS[2].ink)
+        else:
+            f.text(x0 + 4, y + 27, "SDPA: not measured on this batch", size=9.5, fill=MUTED)
+    y = 62 + 50 * len(SHAPES)
+    end = f.legend(10, y, [(WARPS[0], "v1 (lab05_bench)"),
+                           (WARPS[2], "FlashAttention via SDPA, contiguous"),
+                           (STATE, "this lab's target")])
+    f.line(end, y - 7, end, y + 7, stroke=INK, sw=2)
+    f.text(end + 6, y, "plain read of the same bytes", size=SIZE_SMALL)
+    return f
+
+
+FIGURES = {"lab07_gqa_reads": gqa_reads, "lab07_layouts": layouts, "lab07_tiles": tiles,
+           "lab07_loop": loop, "lab07_targets": targets}

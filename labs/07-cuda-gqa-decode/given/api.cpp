@@ -1,0 +1,75 @@
+// Lab 07, given: the public functions of gqa_decode.hpp. Each checks its arguments on the host
+// copies (a kernel that reads past a block table cannot say so, it reads someone else's memory)
+// and hands them to the backend's launchers.
+#include "given/backend.hpp"
+#include "given/checks.hpp"
+
+namespace pa::cuda_gqa {
+namespace {
+
+const Launchers& launchers(Backend backend, const char* function) {
+  return pick_backend<Launchers>(backend, emu::launchers(),
+                                 PA_CUDA_BACKEND_OR_NULL(cuda::launchers()), function);
+}
+
+}  // namespace
+
+void reshape_and_cache_flash(Backend backend, const Tensor& key, const Tensor& value,
+                             Tensor& key_cache, Tensor& value_cache, const Tensor& slot_mapping) {
+  checks::reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping);
+  if (key.size(0) == 0) return;
+  launchers(backend, "reshape_and_cache_flash")
+      .reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping);
+}
+
+void gqa_decode(Backend backend, Tensor& out, const Tensor& query, const Tensor& key_cache,
+                const Tensor& value_cache, float scale, const Tensor& block_tables,
+                const Tensor& seq_lens, int max_seq_len, int partition_size) {
+  const DecodeArgs args{query,    key_cache,   value_cache,   scale,
+                        block_tables, seq_lens, max_seq_len, partition_size};
+  checks::decode("gqa_decode", args);
+  checks::out_like_query("gqa_decode", out, query);
+  if (query.size(0) == 0) return;
+  auto session = launchers(backend, "gqa_decode").open_session(args);
+  session->launch();
+  session->download(out);
+}
+
+bool cuda_device_present() {
+#if PA_HAVE_CUDA_BACKEND
+  return cuda::launchers().device_count() > 0;
+#else
+  return false;
+#endif
+}
+
+DeviceSession::DeviceSession(Backend backend, const Tensor& query, const Tensor& key_cache,
+                             const Tensor& value_cache, float scale, const Tensor& block_tables,
+                             const Tensor& seq_lens, int max_seq_len, int partition_size) {
+  const DecodeArgs args{query,    key_cache,   value_cache,   scale,
+                        block_tables, seq_lens, max_seq_len, partition_size};
+  checks::decode("DeviceSession", args);
+  impl_ = launchers(backend, "DeviceSession").open_session(args);
+}
+
+DeviceSession::~DeviceSession() = default;
+DeviceSession::DeviceSession(DeviceSession&&) noexcept = default;
+DeviceSession& DeviceSession::operator=(DeviceSession&&) noexcept = default;
+
+void DeviceSession::launch() {
+  impl_->launch();
+}
+void DeviceSession::download(Tensor& out) const {
+  impl_->download(out);
+}
+int DeviceSession::partition_size() const {
+  return impl_->partition_size();
+}
+double DeviceSession::timed_launch() {
+  return impl_->timed_launch();
+}
+double DeviceSession::timed_read_roofline() {
+  return impl_->timed_read_roofline();
+}
+
+}  // namespace pa::cuda_gqa

@@ -1,0 +1,77 @@
+// Lab 07, given device code: the kernels' helpers (common/pa/device_helpers.cuh: Vec<T, N>,
+// to_float / from_float, ceil_div / imax / imin, WARP_SIZE, FULL_MASK, PA_TODO_KERNEL) brought
+// into the kernels' namespace, pa::cuda_gqa::SIMT_BACKEND, the shared-memory tiles of the decode
+// kernel as typed pointers, and the load that reads another block's partial result.
+#pragma once
+
+#include <cstdint>
+
+#include "gqa_decode.hpp"
+#include "pa/device_helpers.cuh"
+
+namespace pa::cuda_gqa::SIMT_BACKEND {
+namespace {
+// Declarations, not a using-directive: they hide pa::Vec (the host's Eigen vector) in here.
+using pa::device::ceil_div;
+using pa::device::from_float;
+using pa::device::FULL_MASK;
+using pa::device::imax;
+using pa::device::imin;
+using pa::device::throw_if_todo;
+using pa::device::to_float;
+using pa::device::Vec;
+using pa::device::WARP_SIZE;
+static_assert(WARP_SIZE == kWarpSize, "the API's warp size is the device's");
+
+/// [shared_tiles]
+/// The decode kernel's dynamic shared memory cut into its tiles (SharedLayout in gqa_decode.hpp
+/// gives the offsets and pitches). Row-major everywhere; element (r, c) of a tile with pitch ld
+/// is tile[r * ld + c].
+template <typename scalar_t, int HEAD_SIZE>
+struct SharedTiles {
+  static constexpr SharedLayout kLayout{HEAD_SIZE};
+  static constexpr int kLdQ = kLayout.ld_q();
+  static constexpr int kLdKV = kLayout.ld_kv();
+  static constexpr int kLdS = SharedLayout::ld_s();
+  static constexpr int kLdP = SharedLayout::ld_p();
+  static constexpr int kLdO = kLayout.ld_o();
+  static_assert(sizeof(scalar_t) == SharedLayout::kElemBytes, "16-bit elements");
+
+  scalar_t* q;       // [kTileRows, kLdQ]    the group's queries, rows >= group zero
+  scalar_t* kv;      // [kTileTokens, kLdKV] this tile's keys, later its values
+  float* s;          // [kTileRows, kLdS]    scores Q·Kᵀ of this tile (unscaled)
+  scalar_t* p;       // [kTileRows, kLdP]    probabilities exp(s·scale - m) of this tile
+  float* o;          // [kTileRows, kLdO]    the running output sum_t p_t v_t, per query row
+  float* row_alpha;  // [kTileRows]          exp(m_old - m_new): how much o shrinks this tile
+  int* is_last;      // [1]                  this block merges the partitions (fused merge)
+
+  /// The first 128-byte boundary at or after `allocation`.
+  __device__ static unsigned char* aligned(unsigned char* allocation) {
+    const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(allocation);
+    return allocation + (128 - address % 128) % 128;
+  }
+
+  /// Cuts the dynamic shared memory at `allocation` (16-byte aligned, SharedLayout::bytes()).
+  __device__ explicit SharedTiles(unsigned char* allocation)
+      : q(reinterpret_cast<scalar_t*>(aligned(allocation) + kLayout.q_offset())),
+        kv(reinterpret_cast<scalar_t*>(aligned(allocation) + kLayout.kv_offset())),
+        s(reinterpret_cast<float*>(aligned(allocation) + kLayout.s_offset())),
+        p(reinterpret_cast<scalar_t*>(aligned(allocation) + kLayout.p_offset())),
+        o(reinterpret_cast<float*>(aligned(allocation) + kLayout.o_offset())),
+        row_alpha(reinterpret_cast<float*>(aligned(allocation) + kLayout.alpha_offset())),
+        is_last(reinterpret_cast<int*>(aligned(allocation) + kLayout.flag_offset())) {}
+};
+/// [shared_tiles]
+
+/// Reads a float another thread block of this launch wrote (a partial result of the split):
+/// through L2, past this SM's L1, which is not kept coherent with the other SMs' writes.
+__device__ __forceinline__ float load_partial(const float* p) {
+#if defined(__CUDACC__)
+  return __ldcg(p);
+#else
+  return *p;
+#endif
+}
+
+}  // namespace
+}  // namespace pa::cuda_gqa::SIMT_BACKEND

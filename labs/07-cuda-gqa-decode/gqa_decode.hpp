@@ -1,0 +1,176 @@
+/// \file
+/// Lab 07 — the decode kernel engines run today: grouped-query heads packed into the rows of a
+/// tensor-core tile, split-KV with a fused merge, over vLLM V1's cache layout (its FlashAttention
+/// backend's), and the cache writer for that layout, reshape_and_cache_flash. Host tensors in,
+/// host tensors out; the caller picks the SIMT emulator (every machine) or a CUDA GPU.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "pa/backend.hpp"
+#include "pa/tensor.hpp"
+
+namespace pa::cuda_gqa {
+
+/// [constants]
+/// The sizes the decode kernel is instantiated for (template arguments).
+inline constexpr std::array<int, 3> kSupportedHeadSizes{64, 128, 256};
+inline constexpr std::array<int, 2> kSupportedBlockSizes{16, 32};
+
+/// Threads per warp, warps and threads per thread block of the decode kernel.
+inline constexpr int kWarpSize = 32;
+inline constexpr int kNumWarps = 4;
+inline constexpr int kNumThreads = kNumWarps * kWarpSize;
+
+/// The wmma tile edge: every matrix product is made of 16x16x16 steps.
+inline constexpr int kWmmaTile = 16;
+/// Rows of the query tile: the query heads of one group, padded with zero rows up to 16.
+inline constexpr int kTileRows = kWmmaTile;
+/// The most query heads one kv head may serve: one group fills the tile's rows.
+inline constexpr int kMaxGroupSize = kTileRows;
+/// Tokens per K/V tile: each warp takes 16 of them in Q·Kᵀ.
+inline constexpr int kTileTokens = kNumWarps * kWmmaTile;
+
+/// The default partition size (split-KV): at least kMinGridBlocks thread blocks in the grid,
+/// about four per SM of a 132-SM H100, so that enough loads are in flight to fill its memory
+/// system; partitions between kMinPartitionSize and kMaxPartitionSize tokens when that needs a
+/// split, one partition per sequence (no merge) when the batch alone gives enough blocks.
+inline constexpr int kMinGridBlocks = 512;
+inline constexpr int kMinPartitionSize = 128;
+inline constexpr int kMaxPartitionSize = 512;
+/// [constants]
+
+/// [shared_layout]
+/// The decode kernel's dynamic shared memory for one head size: where each tile lives (byte
+/// offsets from the first 128-byte boundary of the allocation, each 128-byte aligned: wmma wants
+/// 32) and its row pitch in elements. Every row is padded by 16 bytes: wmma needs the pitch
+/// (ldm) to be a multiple of 16 bytes, and the pad moves consecutive rows to different banks.
+/// Elements are 16-bit (float16 or bfloat16).
+struct SharedLayout {
+  int head_size;
+
+  static constexpr std::size_t kElemBytes = 2;
+  static constexpr int kPadHalf = 8;   // 16 bytes of 16-bit elements
+  static constexpr int kPadFloat = 4;  // 16 bytes of float
+
+  constexpr int ld_q() const { return head_size + kPadHalf; }    // q_tile  [16, ld_q] half
+  constexpr int ld_kv() const { return head_size + kPadHalf; }   // kv_tile [64, ld_kv] half
+  // scores [16, ld_s] float; 32 bytes of pad: the 4 rows a warp's softmax reads at once start
+  // 8 banks apart
+  static constexpr int ld_s() { return kTileTokens + 2 * kPadFloat; }
+  static constexpr int ld_p() { return kTileTokens + kPadHalf; }   // probs [16, ld_p] half
+  constexpr int ld_o() const { return head_size + kPadFloat; }   // acc_o   [16, ld_o] float
+
+  static constexpr std::size_t align(std::size_t bytes) { return (bytes + 127) / 128 * 128; }
+  constexpr std::size_t q_offset() const { return 0; }
+  constexpr std::size_t kv_offset() const {
+    return q_offset() + align(std::size_t{kTileRows} * ld_q() * kElemBytes);
+  }
+  constexpr std::size_t s_offset() const {
+    return kv_offset() + align(std::size_t{kTileTokens} * ld_kv() * kElemBytes);
+  }
+  constexpr std::size_t p_offset() const {
+    return s_offset() + align(std::size_t{kTileRows} * ld_s() * sizeof(float));
+  }
+  constexpr std::size_t o_offset() const {
+    return p_offset() + align(std::size_t{kTileRows} * ld_p() * kElemBytes);
+  }
+  constexpr std::size_t alpha_offset() const {  // row_alpha [16] float
+    return o_offset() + align(std::size_t{kTileRows} * ld_o() * sizeof(float));
+  }
+  constexpr std::size_t flag_offset() const {  // is_last [1] int
+    return alpha_offset() + align(std::size_t{kTileRows} * sizeof(float));
+  }
+  /// The bytes to ask for: the tiles, plus room to move the start to a 128-byte boundary (a
+  /// dynamic allocation is only promised 16-byte alignment).
+  constexpr std::size_t bytes() const { return flag_offset() + align(sizeof(int)) + 128 - 16; }
+};
+/// [shared_layout]
+
+/// [api]
+/// Scatters this step's keys and values into the paged caches of vLLM V1's flash layout: token
+/// i goes to slot slot_mapping[i] (block slot / block_size, row slot % block_size), all its kv
+/// heads side by side; a negative slot marks a padding token and writes nothing.
+/// key, value:             [num_tokens, num_kv_heads, head_size]
+/// key_cache, value_cache: [num_blocks, block_size, num_kv_heads, head_size]
+/// slot_mapping:           [num_tokens] int64
+void reshape_and_cache_flash(Backend backend, const Tensor& key, const Tensor& value,
+                             Tensor& key_cache, Tensor& value_cache, const Tensor& slot_mapping);
+
+/// One decode step of attention over the flash-layout caches: for every sequence s and query
+/// head h, out[s, h] = softmax(scale * K q[s, h]) V over the first seq_lens[s] tokens of s, read
+/// through block_tables[s] from kv head h / (num_heads / num_kv_heads). num_kv_heads and
+/// block_size are the caches' extents. The context is split into partitions of partition_size
+/// tokens (a multiple of kTileTokens; 0 picks default_partition_size) whose partial results are
+/// merged inside the kernel. float16 and bfloat16 only: the products run on tensor cores.
+/// out, query:             [num_seqs, num_heads, head_size]
+/// key_cache, value_cache: [num_blocks, block_size, num_kv_heads, head_size]
+/// block_tables:           [num_seqs, max_num_blocks_per_seq] int32;  seq_lens: [num_seqs] int32
+/// max_seq_len bounds every seq_len and sizes the split.
+void gqa_decode(Backend backend, Tensor& out, const Tensor& query, const Tensor& key_cache,
+                const Tensor& value_cache, float scale, const Tensor& block_tables,
+                const Tensor& seq_lens, int max_seq_len, int partition_size = 0);
+
+/// Returns the partition size gqa_decode uses when passed 0: the whole (tile-rounded) context
+/// when num_seqs * num_kv_heads already reaches kMinGridBlocks, else the largest power of two
+/// from kMaxPartitionSize down to kMinPartitionSize that gives the grid kMinGridBlocks blocks,
+/// never more than the context needs.
+constexpr int default_partition_size(int num_seqs, int num_kv_heads, int max_seq_len) {
+  const std::int64_t pairs = std::int64_t{num_seqs} * num_kv_heads;
+  const int whole = (max_seq_len + kTileTokens - 1) / kTileTokens * kTileTokens;
+  if (pairs >= kMinGridBlocks) return whole;
+  int size = kMaxPartitionSize;
+  while (size > kMinPartitionSize && pairs * ((max_seq_len + size - 1) / size) < kMinGridBlocks) {
+    size /= 2;
+  }
+  return size < whole ? size : whole;
+}
+
+/// Returns true when this build has the CUDA backend and a CUDA device is present.
+bool cuda_device_present();
+/// [api]
+
+/// [device_session]
+/// gqa_decode without the host copies around it, for timing the kernel alone (bench_lab.cpp):
+/// the operands are copied to one backend's device memory once, and the kernel runs on them as
+/// often as asked, through the very launch gqa_decode makes.
+class DeviceSession {
+ public:
+  /// Checks the operands as gqa_decode does and copies them to `backend`'s device memory; the
+  /// session owns the output, shaped like query and NaN until the first launch.
+  DeviceSession(Backend backend, const Tensor& query, const Tensor& key_cache,
+                const Tensor& value_cache, float scale, const Tensor& block_tables,
+                const Tensor& seq_lens, int max_seq_len, int partition_size = 0);
+  ~DeviceSession();
+  DeviceSession(DeviceSession&&) noexcept;
+  DeviceSession& operator=(DeviceSession&&) noexcept;
+
+  /// Runs the kernel once on the device copies; throws what gqa_decode would.
+  void launch();
+
+  /// Copies the output to `out`: [num_seqs, num_heads, head_size], query's dtype.
+  void download(Tensor& out) const;
+
+  /// Returns the partition size this session's launches use (never 0).
+  int partition_size() const;
+
+  /// Runs the kernel once and returns its seconds: on CUDA measured with events on the device's
+  /// clock after flushing the L2 cache outside the timed span; on the emulator the host's clock.
+  double timed_launch();
+
+  /// The yardstick, flushed and timed like timed_launch: a read-only kernel over the key and
+  /// value caches (simt::ReadRoofline); returns its seconds.
+  double timed_read_roofline();
+
+  /// One backend's half of the session (given/backend.hpp).
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+/// [device_session]
+
+}  // namespace pa::cuda_gqa

@@ -1,0 +1,659 @@
+// Lab 07 — the graded tests. Run: tools/lab grade 07   (or ctest --preset starter -L lab07)
+//
+// Every test runs on the SIMT emulator; the same tests run again on CUDA when the build has nvcc
+// and a device is present (otherwise they are skipped with "no CUDA device"). Ground truth is
+// pa::testing::reference_attention (long double, plain loops) over the logical tokens, computed
+// from the very values the caches hold (already rounded to float16/bfloat16). Cache rows and
+// blocks that no sequence owns hold NaN, so a kernel that reads one row too many fails loudly.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gqa_decode.hpp"
+#include "pa/kv_layouts.hpp"
+#include "pa/testing.hpp"
+#include "simt/errors_and_settings.hpp"
+
+namespace pa::cuda_gqa {
+
+namespace {
+
+using pa::testing::AllClose;
+using pa::testing::BitIdentical;
+using pa::testing::DecodeConfig;
+using pa::testing::DecodeProblem;
+using pa::testing::FarFromUniform;
+using pa::testing::KvLayout;
+using pa::testing::load;
+using pa::testing::Rng;
+using pa::testing::round_to;
+using pa::testing::rounded;
+using pa::testing::store;
+
+constexpr KvLayout kFlash = KvLayout::kFlash;
+
+/// [tolerances]
+struct Tolerance {
+  double atol;
+  double rtol;
+};
+
+/// How far the kernel's output may sit from the float64 reference, per dtype: |out - ref| <=
+/// atol + rtol |ref|. The inputs are the same rounded values on both sides; what remains is
+///  - P: the probabilities are rounded to the input type before the P·V product on the tensor
+///    cores (as in FlashAttention), a relative error of up to u = 2^-11 (float16) or 2^-8
+///    (bfloat16) per weight, which moves an output by at most u * sum_t p_t |v_t| <= u max|v|;
+///    the tests' values are N(0, 1), so atol = 2u covers it with the typical max|v| ~ 2;
+///  - out: the final rounding to the output type, half an ulp; rtol is two half-ulps
+///    (2^-11 * 2 ~ 1e-3, 2^-8 * 2 ~ 8e-3) as in lab 05;
+///  - float32 sums and the GPU's approximate __expf: ~1e-6, far below both.
+/// A wrong weight, row or partition moves outputs by 1e-1 and more.
+Tolerance tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16:
+      return {1e-3, 1e-3};
+    case DType::kBFloat16:
+      return {8e-3, 8e-3};
+    default:
+      return {0.0, 0.0};
+  }
+}
+/// [tolerances]
+
+// ---- The operands: pa/kv_layouts.hpp writes them in vLLM V1's flash layout ---------------
+
+/// A decode problem in the flash layout.
+DecodeProblem make_problem(Rng& rng, DecodeConfig c) {
+  c.layout = kFlash;
+  return pa::testing::make_decode_problem(rng, c);
+}
+
+/// Runs the kernel under test: [num_seqs * num_heads, head_size].
+Mat run(Backend backend, const DecodeProblem& p, int partition_size = 0) {
+  const DecodeConfig& c = p.cfg;
+  Tensor out = p.nan_out();
+  gqa_decode(backend, out, p.query, p.key_cache, p.value_cache, p.scale(), p.block_tables,
+             p.seq_lens, p.max_seq_len, partition_size);
+  return pa::testing::to_mat(out, Eigen::Index{p.num_seqs()} * c.num_heads, c.head_size);
+}
+
+/// Expects `got` within the dtype's tolerance of `want`, naming a failing element by
+/// sequence, head and dimension.
+::testing::AssertionResult CloseToReference(const DecodeProblem& p, const Mat& want,
+                                            const Mat& got) {
+  const Tolerance tol = tolerance(p.cfg.dtype);
+  return AllClose(want, got, tol.atol, tol.rtol, pa::testing::decode_labels(p.cfg.num_heads));
+}
+
+/// Builds, runs and checks one configuration against the reference.
+void expect_matches_reference(Backend backend, const DecodeConfig& c, std::uint64_t seed,
+                              int partition_size = 0) {
+  SCOPED_TRACE(pa::testing::describe(c) + " partition_size " + std::to_string(partition_size));
+  Rng rng(seed);
+  const DecodeProblem p = make_problem(rng, c);
+  EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(backend, p, partition_size)));
+}
+
+/// A configuration: dtype, head size, block size, query heads / kv heads, sequence lengths.
+DecodeConfig config(DType dtype, int head_size, int block_size, int num_heads, int num_kv_heads,
+                    std::vector<int> seq_lens) {
+  DecodeConfig c;
+  c.layout = kFlash;
+  c.dtype = dtype;
+  c.head_size = head_size;
+  c.block_size = block_size;
+  c.num_heads = num_heads;
+  c.num_kv_heads = num_kv_heads;
+  c.seq_lens = std::move(seq_lens);
+  return c;
+}
+
+/// Restores the emulator's schedule when a test that changes it ends.
+struct RestoreSchedule {
+  simt::Schedule schedule = simt::schedule();
+  std::uint64_t seed = simt::schedule_seed();
+  ~RestoreSchedule() { simt::set_schedule(schedule, seed); }
+};
+
+// ---- The fixture: every test once per backend ---------------------------------------------
+
+class GqaDecode : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (backend() == Backend::kCuda && !cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+    // The emulator fills shared memory with NaN at block start, so a kernel that reads a tile
+    // it never wrote fails here (a GPU would hand it whatever the last block left behind).
+    saved_nan_fill_ = simt::fill_shared_with_nan();
+    simt::set_fill_shared_with_nan(true);
+  }
+  void TearDown() override { simt::set_fill_shared_with_nan(saved_nan_fill_); }
+  Backend backend() const { return GetParam(); }
+
+ private:
+  bool saved_nan_fill_ = false;
+};
+
+INSTANTIATE_TEST_SUITE_P(, GqaDecode, ::testing::Values(Backend::kEmulator, Backend::kCuda),
+                         pa::testing::backend_test_name);
+
+// ---- reshape_and_cache_flash ---------------------------------------------------------------
+
+/// The host's reshape_and_cache_flash: the expected caches after the kernel runs.
+void reference_reshape_and_cache(const Tensor& key, const Tensor& value, Tensor& key_cache,
+                                 Tensor& value_cache, const std::vector<std::int64_t>& slots) {
+  const std::int64_t heads = key.size(1), dims = key.size(2), rows = key_cache.size(1);
+  for (std::size_t t = 0; t < slots.size(); ++t) {
+    if (slots[t] < 0) continue;
+    for (std::int64_t h = 0; h < heads; ++h) {
+      for (std::int64_t d = 0; d < dims; ++d) {
+        const std::int64_t src = (static_cast<std::int64_t>(t) * heads + h) * dims + d;
+        const std::int64_t block = slots[t] / rows, row = slots[t] % rows;
+        store(key_cache, pa::testing::key_index(kFlash, key_cache, block, h, row, d),
+              load(key, src));
+        store(value_cache, pa::testing::value_index(kFlash, value_cache, block, h, row, d),
+              load(value, src));
+      }
+    }
+  }
+}
+
+/// Passes when both tensors hold the same bytes; otherwise names the first differing element
+/// by block, row, kv head and dimension.
+::testing::AssertionResult SameBytes(const Tensor& expected, const Tensor& actual) {
+  const std::size_t elem = dtype_size(expected.dtype());
+  const std::int64_t rows = expected.size(1), heads = expected.size(2), dims = expected.size(3);
+  for (std::int64_t i = 0; i < expected.numel(); ++i) {
+    const auto* e = static_cast<const unsigned char*>(expected.data()) + i * elem;
+    const auto* a = static_cast<const unsigned char*>(actual.data()) + i * elem;
+    if (std::memcmp(e, a, elem) != 0) {
+      return ::testing::AssertionFailure()
+             << "first difference at [block " << i / (rows * heads * dims) << ", row "
+             << i / (heads * dims) % rows << ", kv head " << i / dims % heads << ", dimension "
+             << i % dims << "]: expected " << load(expected, i) << ", got " << load(actual, i);
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// [test_reshape_and_cache]
+TEST_P(GqaDecode, ReshapeAndCacheFlashMatchesHostReference) {
+  // 29 tokens, 5 of them padding (slot -1), written to random distinct slots of a NaN cache:
+  // the kernel must reproduce the host's scatter byte for byte (including every NaN it skips).
+  for (const DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const int head_size : {64, 256}) {
+      SCOPED_TRACE(dtype_name(dtype) + " head_size " + std::to_string(head_size));
+      Rng rng(701 + head_size);
+      const int num_tokens = 29, num_kv_heads = 3, block_size = 16, num_blocks = 7;
+      Tensor key(dtype, {num_tokens, num_kv_heads, head_size}), value = key;
+      for (std::int64_t i = 0; i < key.numel(); ++i) {
+        store(key, i, rng.normal_vec(1)[0]);
+        store(value, i, rng.normal_vec(1)[0]);
+      }
+      const IVec free_slots = rng.distinct_ids(num_tokens, num_blocks * block_size);
+      std::vector<std::int64_t> slots(free_slots.begin(), free_slots.end());
+      for (const int padded : {0, 3, 11, 12, 28}) slots[padded] = -1;
+      Tensor slot_mapping(DType::kInt64, {num_tokens});
+      std::copy(slots.begin(), slots.end(), slot_mapping.data_as<std::int64_t>());
+
+      Tensor key_cache = pa::testing::nan_key_cache(kFlash, dtype, num_blocks, block_size,
+                                                    num_kv_heads, head_size);
+      Tensor value_cache = pa::testing::nan_value_cache(kFlash, dtype, num_blocks, block_size,
+                                                        num_kv_heads, head_size);
+      Tensor want_key_cache = key_cache, want_value_cache = value_cache;
+      reference_reshape_and_cache(key, value, want_key_cache, want_value_cache, slots);
+
+      reshape_and_cache_flash(GetParam(), key, value, key_cache, value_cache, slot_mapping);
+      EXPECT_TRUE(SameBytes(want_key_cache, key_cache)) << "key_cache";
+      EXPECT_TRUE(SameBytes(want_value_cache, value_cache)) << "value_cache";
+    }
+  }
+}
+/// [test_reshape_and_cache]
+
+TEST_P(GqaDecode, ReshapeAndCacheFlashPaddingSlotsWriteNothing) {
+  // A batch made only of padding tokens (any negative slot) leaves the caches untouched.
+  const DType dtype = DType::kBFloat16;
+  Tensor key(dtype, {4, 2, 64});
+  for (std::int64_t i = 0; i < key.numel(); ++i) store(key, i, 1.0 + double(i % 7));
+  const Tensor value = key;
+  Tensor slot_mapping(DType::kInt64, {4});
+  const std::int64_t slots[] = {-1, -1, -5, -1};
+  std::copy(std::begin(slots), std::end(slots), slot_mapping.data_as<std::int64_t>());
+  Tensor key_cache = pa::testing::nan_key_cache(kFlash, dtype, 3, 16, 2, 64);
+  Tensor value_cache = pa::testing::nan_value_cache(kFlash, dtype, 3, 16, 2, 64);
+  const Tensor key_before = key_cache, value_before = value_cache;
+  reshape_and_cache_flash(GetParam(), key, value, key_cache, value_cache, slot_mapping);
+  EXPECT_TRUE(SameBytes(key_before, key_cache)) << "key_cache";
+  EXPECT_TRUE(SameBytes(value_before, value_cache)) << "value_cache";
+}
+
+/// [test_decode_step]
+TEST_P(GqaDecode, ReshapeThenDecodeIsOneDecodeStep) {
+  // The engine's order: prefill two prompts into the cache through slot_mapping (a padding
+  // token after each), write one more token per sequence, then decode. Both kernels must agree
+  // on the layout, and the result must match attention over the logical tokens. The first
+  // sequence spans two partitions of 64 tokens, so the merge runs too.
+  const DType dtype = DType::kBFloat16;
+  const int head_size = 128, block_size = 16, num_heads = 8, num_kv_heads = 2;
+  const int width = num_kv_heads * head_size;
+  const std::vector<int> prompt = {70, 9};
+  Rng rng(703);
+  const int num_blocks = 9;
+  const IVec order = rng.permutation(num_blocks);
+  const std::vector<std::vector<int>> blocks = {
+      {order[0], order[1], order[2], order[3], order[4]}, {order[5]}};
+  std::vector<Mat> k(2), v(2);
+  for (int s = 0; s < 2; ++s) {
+    k[s] = rounded(dtype, rng.normal(prompt[s] + 1, width));
+    v[s] = rounded(dtype, rng.normal(prompt[s] + 1, width));
+  }
+  Tensor key_cache = pa::testing::nan_key_cache(kFlash, dtype, num_blocks, block_size,
+                                                num_kv_heads, head_size);
+  Tensor value_cache = pa::testing::nan_value_cache(kFlash, dtype, num_blocks, block_size,
+                                                    num_kv_heads, head_size);
+
+  // One reshape_and_cache_flash call per phase: tokens [first[s], last[s]) of both sequences as
+  // one flat batch, each sequence followed by a padding token (slot -1) full of 7s.
+  auto write = [&](const std::vector<int>& first, const std::vector<int>& last) {
+    std::vector<std::int64_t> slots;
+    std::vector<Eigen::RowVectorXd> krows, vrows;
+    for (int s = 0; s < 2; ++s) {
+      for (int t = first[s]; t < last[s]; ++t) {
+        slots.push_back(std::int64_t{blocks[s][t / block_size]} * block_size + t % block_size);
+        krows.push_back(k[s].row(t));
+        vrows.push_back(v[s].row(t));
+      }
+      slots.push_back(-1);
+      krows.push_back(Eigen::RowVectorXd::Constant(width, 7.0));
+      vrows.push_back(Eigen::RowVectorXd::Constant(width, 7.0));
+    }
+    const int n = static_cast<int>(slots.size());
+    Tensor key(dtype, {n, num_kv_heads, head_size}), value = key;
+    Tensor slot_mapping(DType::kInt64, {n});
+    for (int i = 0; i < n; ++i) {
+      const auto row = static_cast<std::size_t>(i);
+      slot_mapping.data_as<std::int64_t>()[i] = slots[row];
+      for (int j = 0; j < width; ++j) {
+        store(key, std::int64_t{i} * width + j, krows[row][j]);
+        store(value, std::int64_t{i} * width + j, vrows[row][j]);
+      }
+    }
+    reshape_and_cache_flash(GetParam(), key, value, key_cache, value_cache, slot_mapping);
+  };
+  write({0, 0}, prompt);                          // prefill
+  write(prompt, {prompt[0] + 1, prompt[1] + 1});  // the decode step's new token
+
+  const Mat q = rounded(dtype, rng.normal(2 * num_heads, head_size, 4.0));
+  const Tensor query = pa::testing::to_tensor(dtype, q, {2, num_heads, head_size});
+  Tensor block_tables(DType::kInt32, {2, 6});
+  const std::int32_t table[] = {blocks[0][0], blocks[0][1], blocks[0][2], blocks[0][3],
+                                blocks[0][4], order[8],     blocks[1][0], order[8],
+                                order[8],     order[8],     order[8],     order[8]};
+  std::copy(std::begin(table), std::end(table), block_tables.data_as<std::int32_t>());
+  Tensor seq_lens(DType::kInt32, {2});
+  seq_lens.data_as<std::int32_t>()[0] = prompt[0] + 1;
+  seq_lens.data_as<std::int32_t>()[1] = prompt[1] + 1;
+
+  Tensor out(dtype, {2, num_heads, head_size});
+  gqa_decode(GetParam(), out, query, key_cache, value_cache,
+             static_cast<float>(1.0 / std::sqrt(double(head_size))), block_tables, seq_lens,
+             prompt[0] + 1, kTileTokens);
+  Mat want(2 * num_heads, head_size);  // [num_seqs * num_heads, head_size]
+  for (int s = 0; s < 2; ++s) {
+    want.middleRows(s * num_heads, num_heads) =
+        pa::testing::reference_attention_heads(q.middleRows(s * num_heads, num_heads), k[s], v[s]);
+  }
+  EXPECT_TRUE(FarFromUniform(pa::testing::scores(q.row(0).transpose(), k[0].leftCols(head_size))));
+  const Tolerance tol = tolerance(dtype);
+  EXPECT_TRUE(AllClose(want, pa::testing::to_mat(out, 2 * num_heads, head_size), tol.atol,
+                       tol.rtol, pa::testing::decode_labels(num_heads)));
+}
+/// [test_decode_step]
+
+// ---- Every head size and block size --------------------------------------------------------
+
+/// [test_grid]
+// Each dtype over the 3 head sizes x 2 block sizes (6 instantiations), four query heads per kv
+// head (12 padding rows), lengths that end mid-block and mid-tile (3 tiles), one token, and a
+// whole number of blocks; the default split gives the longest sequence two partitions.
+void expect_grid(Backend backend, DType dtype, std::uint64_t seed) {
+  for (const int block_size : kSupportedBlockSizes) {
+    for (const int head_size : kSupportedHeadSizes) {
+      const DecodeConfig c = config(dtype, head_size, block_size, 8, 2,
+                                    {2 * kTileTokens + block_size + 3, 1, 2 * block_size});
+      expect_matches_reference(backend, c,
+                               seed + static_cast<std::uint64_t>(head_size * block_size));
+    }
+  }
+}
+
+TEST_P(GqaDecode, EveryHeadAndBlockSizeFloat16) {
+  expect_grid(GetParam(), DType::kFloat16, 710);
+}
+TEST_P(GqaDecode, EveryHeadAndBlockSizeBFloat16) {
+  expect_grid(GetParam(), DType::kBFloat16, 720);
+}
+/// [test_grid]
+
+// ---- Groups: 1, 3, 4, 8 and 16 query heads per kv head -------------------------------------
+
+/// [test_groups]
+TEST_P(GqaDecode, GroupOfOneIsMultiHead) {
+  // num_heads == num_kv_heads: one real row in the tile, fifteen zero rows.
+  expect_matches_reference(GetParam(), config(DType::kFloat16, 64, 16, 6, 6, {100, 37}), 730);
+}
+
+TEST_P(GqaDecode, GroupOfFourPadsTwelveRows) {
+  expect_matches_reference(GetParam(), config(DType::kBFloat16, 128, 32, 12, 3, {90, 200}), 731);
+}
+
+TEST_P(GqaDecode, GroupOfEightThirtyTwoHeadsOverFour) {
+  // The benchmark's grouped-query ratio: query heads 8k .. 8k + 7 read kv head k.
+  expect_matches_reference(GetParam(), config(DType::kFloat16, 128, 16, 32, 4, {77, 130}), 732);
+}
+
+TEST_P(GqaDecode, GroupOfSixteenFillsTheTile) {
+  // Every row of the tile is a real query head: no padding at all.
+  expect_matches_reference(GetParam(), config(DType::kBFloat16, 64, 16, 16, 1, {150, 20}), 733);
+}
+/// [test_groups]
+
+// ---- Lengths, partitions and the merge -----------------------------------------------------
+
+/// [test_ragged]
+TEST_P(GqaDecode, RaggedLengthsAroundBlockTileAndPartitionEdges) {
+  // Three query heads per kv head; partitions of 128 tokens (two tiles). Lengths one below, at
+  // and one above every edge: block (16), tile (64), partition (128), two partitions (256).
+  const DecodeConfig c =
+      config(DType::kFloat16, 64, 16, 6, 2, {1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 255, 257});
+  Rng rng(740);
+  const DecodeProblem p = make_problem(rng, c);
+  EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, 128)));
+}
+/// [test_ragged]
+
+TEST_P(GqaDecode, MergeCountsEachSequencesOwnPartitions) {
+  // Partitions of 64 tokens: the sequences have 6, 1, 4 and 2 of them while the grid has 6 for
+  // every sequence. The merge of a sequence must take exactly its own partitions: the result
+  // buffers of the ones it does not have hold NaN.
+  expect_matches_reference(GetParam(),
+                           config(DType::kBFloat16, 128, 32, 8, 2, {5 * 64 + 7, 40, 200, 65}), 741,
+                           kTileTokens);
+}
+
+TEST_P(GqaDecode, EveryPartitionSizeGivesTheSameAnswer) {
+  // The same problem split into partitions of one tile, two, eight and the default: every split
+  // must merge back to the reference.
+  const DecodeConfig c = config(DType::kFloat16, 64, 32, 4, 1, {520, 301});
+  Rng rng(742);
+  const DecodeProblem p = make_problem(rng, c);
+  const Mat want = pa::testing::expected_decode(p);
+  for (const int partition_size : {kTileTokens, 2 * kTileTokens, 8 * kTileTokens, 0}) {
+    SCOPED_TRACE("partition_size " + std::to_string(partition_size));
+    EXPECT_TRUE(CloseToReference(p, want, run(GetParam(), p, partition_size)));
+  }
+}
+
+// ---- Softmax: per-row statistics, the mask, large scores -----------------------------------
+
+/// [test_logit_scales]
+TEST_P(GqaDecode, QueryHeadsOfAGroupWithVeryDifferentLogitScales) {
+  // The four query heads of each group see logits of very different sizes: head 0's are about
+  // 15 times the usual (its max near 100), head 1's a tenth. Each row of the tile needs its own
+  // max: one max for the group (or for a warp's rows) subtracts head 0's from head 1's scores,
+  // and every weight of head 1 underflows.
+  const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {150, 70});
+  Rng rng(750);
+  DecodeProblem p = make_problem(rng, c);
+  const int group = c.num_heads / c.num_kv_heads;
+  const double factors[] = {15.0, 0.1, 1.0, 3.0};
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    for (int h = 0; h < c.num_heads; ++h) {
+      const Eigen::Index r = Eigen::Index{s} * c.num_heads + h;
+      for (int d = 0; d < c.head_size; ++d) {
+        p.q(r, d) = round_to(c.dtype, p.q(r, d) * factors[h % group]);
+        store(p.query, r * c.head_size + d, p.q(r, d));
+      }
+    }
+  }
+  // The data is what the comment says: in every group, head 0's top score is far above head 1's.
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    for (int kv = 0; kv < c.num_kv_heads; ++kv) {
+      const Mat k = p.k[static_cast<std::size_t>(s)].middleCols(kv * c.head_size, c.head_size);
+      const Eigen::Index r0 = Eigen::Index{s} * c.num_heads + kv * group;
+      const double top0 = pa::testing::scores(p.q.row(r0).transpose(), k).maxCoeff();
+      const double top1 = pa::testing::scores(p.q.row(r0 + 1).transpose(), k).maxCoeff();
+      ASSERT_GT(top0 - top1, 60.0) << "sequence " << s << " kv head " << kv;
+    }
+  }
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, 64)));
+}
+/// [test_logit_scales]
+
+TEST_P(GqaDecode, TokensPastTheEndWeighNothingWhenEveryScoreIsNegative) {
+  // Each kv head's keys point away from its (single) query head, so every real score is below
+  // -4. A token past seq_len that is left unmasked scores 0 in the tile (its key is a zero
+  // row) and, the largest score of all, takes nearly the whole softmax.
+  const DecodeConfig c = config(DType::kFloat16, 64, 16, 2, 2, {37, 100, 5});
+  Rng rng(751);
+  DecodeProblem p = make_problem(rng, c);
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    Mat& k = p.k[static_cast<std::size_t>(s)];  // [seq_len, num_kv_heads * head_size]
+    for (int h = 0; h < c.num_kv_heads; ++h) {
+      const Eigen::RowVectorXd q = p.q.row(Eigen::Index{s} * c.num_heads + h);
+      const Eigen::RowVectorXd away = -q / q.norm();
+      for (Eigen::Index t = 0; t < k.rows(); ++t) {
+        const double depth = 2.0 + 0.5 * std::abs(rng.normal_vec(1)[0]);  // at least 2 deep
+        k.row(t).segment(h * c.head_size, c.head_size) =
+            rounded(c.dtype, (depth * away + 0.1 * rng.normal(1, c.head_size)).eval());
+      }
+    }
+  }
+  // Write the new keys into the same blocks; every table row ends in the padding block's id.
+  const int pad_id = p.block_tables.data_as<std::int32_t>()[p.block_tables.size(1) - 1];
+  pa::testing::place_at(p, p.blocks, p.num_blocks, pad_id);
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    for (int h = 0; h < c.num_kv_heads; ++h) {
+      const Mat k = p.k[static_cast<std::size_t>(s)].middleCols(h * c.head_size, c.head_size);
+      const double top =
+          pa::testing::scores(p.q.row(Eigen::Index{s} * c.num_heads + h).transpose(), k)
+              .maxCoeff();
+      ASSERT_LT(top, -4.0) << "sequence " << s << " head " << h;
+    }
+  }
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p)));
+}
+
+TEST_P(GqaDecode, LargeLogitsStayFinite) {
+  // Scores near 300: exp(300) overflows float32 (the limit is ~88), so only a kernel that
+  // subtracts each row's running maximum, and rescales when a later tile raises it, stays
+  // finite and right. The longer sequence has five tiles in one partition.
+  const DecodeConfig c = config(DType::kFloat16, 64, 16, 2, 1, {300, 45});
+  Rng rng(752);
+  DecodeProblem p = make_problem(rng, c);
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    for (int h = 0; h < c.num_heads; ++h) {  // scale each head's query so its top score is 300
+      const Eigen::Index r = Eigen::Index{s} * c.num_heads + h;
+      const double top =
+          pa::testing::scores(p.q.row(r).transpose(), p.k[static_cast<std::size_t>(s)]).maxCoeff();
+      ASSERT_GT(top, 0.0);
+      for (int d = 0; d < c.head_size; ++d) {
+        p.q(r, d) = round_to(c.dtype, p.q(r, d) * 300.0 / top);
+        store(p.query, r * c.head_size + d, p.q(r, d));
+      }
+    }
+  }
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, 512)));
+}
+
+TEST_P(GqaDecode, OneTokenReturnsItsValueExactly) {
+  // With one key the softmax is exactly [1]: out must be that token's V row, bit for bit, while
+  // the 15 rows after it in the block are NaN and the tile's other 63 rows are not the
+  // sequence's at all.
+  const DecodeConfig c = config(DType::kBFloat16, 128, 16, 8, 2, {1, 1});
+  Rng rng(753);
+  const DecodeProblem p = make_problem(rng, c);
+  const Mat out = run(GetParam(), p);
+  const int group = c.num_heads / c.num_kv_heads;
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    for (int h = 0; h < c.num_heads; ++h) {
+      const Eigen::Index col = Eigen::Index{h / group} * c.head_size;
+      EXPECT_TRUE(BitIdentical(p.v[static_cast<std::size_t>(s)].middleCols(col, c.head_size),
+                               out.row(Eigen::Index{s} * c.num_heads + h)))
+          << "sequence " << s << " head " << h;
+    }
+  }
+}
+
+// ---- Poison, paging, placement -------------------------------------------------------------
+
+TEST_P(GqaDecode, NaNInEveryUnusedRowAndBlockStaysOut) {
+  // The rows after each sequence's last token, every block no sequence owns, and the table
+  // columns past each sequence's blocks (they name an all-NaN block) hold NaN; the last tile of
+  // every sequence reaches over all of them. The output is finite and right.
+  const DecodeConfig c = config(DType::kBFloat16, 64, 32, 4, 2, {33, 70, 3});
+  Rng rng(760);
+  const DecodeProblem p = make_problem(rng, c);
+  const std::int64_t width = p.block_tables.size(1);
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    const int len = c.seq_lens[static_cast<std::size_t>(s)];
+    const int last = p.blocks[static_cast<std::size_t>(s)].back();
+    for (int row = len % c.block_size; row < c.block_size; ++row) {
+      ASSERT_TRUE(std::isnan(
+          load(p.key_cache, pa::testing::key_index(kFlash, p.key_cache, last, 1, row, 0))));
+      ASSERT_TRUE(std::isnan(
+          load(p.value_cache, pa::testing::value_index(kFlash, p.value_cache, last, 1, row, 63))));
+    }
+    const int pad = p.block_tables.data_as<std::int32_t>()[s * width + width - 1];
+    ASSERT_TRUE(std::isnan(
+        load(p.value_cache, pa::testing::value_index(kFlash, p.value_cache, pad, 0, 0, 0))));
+  }
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p)));
+}
+
+/// [test_invariance]
+TEST_P(GqaDecode, PagingIsInvisibleBitForBit) {
+  // The same logical tokens dealt to different physical blocks (and a bigger cache) give the
+  // same bits: the kernel's arithmetic may depend on token order, never on block ids.
+  const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {161, 9, 64});
+  Rng rng(761);
+  const DecodeProblem a = make_problem(rng, c);
+  DecodeProblem b = a;
+  b.cfg.spare_blocks = 11;
+  pa::testing::place_shuffled(b, rng);
+  ASSERT_NE(a.blocks, b.blocks);
+  EXPECT_TRUE(BitIdentical(run(GetParam(), a, kTileTokens), run(GetParam(), b, kTileTokens)));
+}
+
+TEST_P(GqaDecode, SchedulesAgreeBitForBit) {
+  // On the emulator: the threads of each block run first-to-last, last-to-first and shuffled
+  // between synchronisation points, the blocks in order and reversed, and the wmma fragments'
+  // elements sit in other lanes under each. A kernel with every barrier in place that never
+  // reads a fragment element by position gives the same bits every time. On a GPU: two runs
+  // agree.
+  const DecodeConfig c = config(DType::kBFloat16, 128, 16, 12, 3, {150, 3, 77});
+  Rng rng(762);
+  const DecodeProblem p = make_problem(rng, c);
+  const RestoreSchedule restore;
+  simt::set_schedule(simt::Schedule::Forward);
+  const Mat forward = run(GetParam(), p, kTileTokens);
+  simt::set_schedule(simt::Schedule::Reverse);
+  const Mat reverse = run(GetParam(), p, kTileTokens);
+  simt::set_schedule(simt::Schedule::Random, 2024);
+  const Mat shuffled = run(GetParam(), p, kTileTokens);
+  EXPECT_TRUE(BitIdentical(forward, reverse)) << "forward vs reverse";
+  EXPECT_TRUE(BitIdentical(forward, shuffled)) << "forward vs random:2024";
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), forward));
+}
+/// [test_invariance]
+
+TEST_P(GqaDecode, GroupsNeverWriteTheirNeighboursHeads) {
+  // Blocks run last to first on the emulator: a kv head's block that also writes its padding
+  // rows lands them on the next group's heads after that group has written them. Two query
+  // heads per kv head, so 14 padding rows per tile; one sequence short, one split in two.
+  const DecodeConfig c = config(DType::kFloat16, 64, 16, 6, 3, {20, 100});
+  Rng rng(763);
+  const DecodeProblem p = make_problem(rng, c);
+  const RestoreSchedule restore;
+  simt::set_schedule(simt::Schedule::Reverse);
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, 64)));
+}
+
+TEST_P(GqaDecode, SequenceInTheLastBlocksOfTheCache) {
+  // The sequence fills the cache's last three physical blocks (in shuffled order) to their
+  // final row, and the last kv head is read: the last byte of both caches is read, and nothing
+  // after it. Under the asan preset a read past the end is an error.
+  DecodeConfig c = config(DType::kFloat16, 128, 16, 8, 2, {3 * 16});
+  Rng rng(764);
+  DecodeProblem p = make_problem(rng, c);
+  pa::testing::place_at(p, {{4, 5, 3}}, 6, 0);  // blocks 0-2 are NaN padding, 3-5 the sequence
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p)));
+}
+
+// ---- Different layouts, same numbers: lab 06's V0 cache --------------------------------------
+
+/// [test_v0_agreement]
+TEST_P(GqaDecode, AgreesWithTheV0LayoutOnMultiHeadShapes) {
+  // Lab 06's kernel reads the V0 layout, this one the flash layout. Placed from one seed, the
+  // two caches hold the same numbers: read back out of the V0 cache, every token equals the one
+  // the flash cache holds, so the float64 reference is one and the same. This kernel must match
+  // it within tolerance(dtype), as lab 06's must within its own: the two kernels then agree to
+  // the sum of the two tolerances. MHA (one query head per kv head, lab 06's shapes) and
+  // partitions of 512 tokens, vLLM v2's partition size.
+  for (const auto& [head_size, lens] : {std::pair{128, std::vector<int>{600, 37, 129}},
+                                        std::pair{64, std::vector<int>{513, 1}}}) {
+    DecodeConfig c = config(DType::kFloat16, head_size, 16, 4, 4, lens);
+    SCOPED_TRACE(pa::testing::describe(c));
+    Rng flash_rng(770 + head_size), v0_rng(770 + head_size);
+    const DecodeProblem flash = make_problem(flash_rng, c);
+    c.layout = KvLayout::kV0;
+    const DecodeProblem v0 = pa::testing::make_decode_problem(v0_rng, c);
+    ASSERT_EQ(flash.blocks, v0.blocks);
+    // Read every token back out of the V0 cache: the reference lab 06 is graded against.
+    Mat want(flash.num_seqs() * c.num_heads, c.head_size);
+    for (int s = 0; s < v0.num_seqs(); ++s) {
+      const int len = c.seq_lens[static_cast<std::size_t>(s)];
+      const std::int32_t* table = v0.block_tables.data_as<std::int32_t>() +
+                                  std::int64_t{s} * v0.block_tables.size(1);
+      for (int h = 0; h < c.num_heads; ++h) {
+        Mat k(len, c.head_size), v(len, c.head_size);
+        for (int t = 0; t < len; ++t) {
+          pa::testing::read_token(KvLayout::kV0, v0.key_cache, v0.value_cache, table,
+                                  c.block_size, t, h, k, v);
+        }
+        want.row(Eigen::Index{s} * c.num_heads + h) = pa::testing::reference_attention(
+            v0.q.row(Eigen::Index{s} * c.num_heads + h).transpose(), k, v);
+      }
+    }
+    EXPECT_TRUE(BitIdentical(pa::testing::expected_decode(flash), want))
+        << "the flash and V0 placements must hold the same numbers";
+    EXPECT_TRUE(CloseToReference(flash, want, run(GetParam(), flash, 512)));
+  }
+}
+/// [test_v0_agreement]
+
+// ---- Long contexts -------------------------------------------------------------------------
+
+TEST_P(GqaDecode, LongContexts) {
+  // Default partitions over long contexts, eight query heads per kv head. On a GPU: one
+  // sequence of 20,000 tokens, and a batch of 16 with ragged lengths up to 3,055. The emulator
+  // runs one sequence of 2,000 tokens (32 tiles) instead: the larger shapes would take minutes.
+  if (GetParam() == Backend::kEmulator) {
+    expect_matches_reference(GetParam(), config(DType::kBFloat16, 128, 16, 16, 2, {2000}), 779);
+    return;
+  }
+  expect_matches_reference(GetParam(), config(DType::kBFloat16, 128, 16, 32, 4, {20000}), 780);
+  std::vector<int> lens;
+  for (int s = 0; s < 16; ++s) lens.push_back(1000 + 137 * s);
+  expect_matches_reference(GetParam(), config(DType::kFloat16, 128, 32, 32, 8, lens), 781);
+}
+
+}  // namespace
+}  // namespace pa::cuda_gqa
