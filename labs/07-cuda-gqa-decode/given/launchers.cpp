@@ -16,12 +16,7 @@
 #include "given/backend.hpp"
 #include "given/checks.hpp"
 #include "given/kernel_support.cuh"
-// simt/timing.hpp defines its read-roofline kernel at namespace scope, so two labs' launchers in
-// one program (lab07_bench also links lab 05's) would define it twice: this translation unit
-// gives its copy a name of its own.
-#define read_roofline_kernel lab07_read_roofline_kernel
 #include "simt/timing.hpp"
-#undef read_roofline_kernel
 
 #include PA_LAB_IMPL  // the kernels: reshape_and_cache_flash_kernel, gqa_decode_kernel
 
