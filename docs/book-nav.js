@@ -2,6 +2,9 @@
  * Previous / next links at the foot of each page of the course book, so it reads from the
  * first page to the last. The order is the sidebar's (Doxygen's NAVTREE, built from the
  * layout): introduction, front matter, chapters, appendices. API reference pages get none.
+ * Also the breadcrumb at the bottom of the window: Doxygen's names the parent page, which for
+ * every page of the book is the introduction; this one names where the page sits in the
+ * sidebar ("Chapters › Lab 03 — Flash-decoding").
  */
 var BookNav = {
   /** The book's pages in reading order: [{file, title}], each file once. */
@@ -61,11 +64,55 @@ var BookNav = {
     contents.appendChild(nav);
   },
 
+  /** The sidebar's titles from its top to `file`: [{file, title}], or null. */
+  path: function (file) {
+    function walk(nodes, above) {
+      for (var i = 0; i < nodes.length; ++i) {
+        var here = above.concat([{ file: nodes[i][1], title: nodes[i][0] }]);
+        if (nodes[i][1] === file) return here;
+        if (Array.isArray(nodes[i][2])) {
+          var found = walk(nodes[i][2], here);
+          if (found) return found;
+        }
+      }
+      return null;
+    }
+    if (typeof NAVTREE === "undefined" || NAVTREE.length === 0 || !Array.isArray(NAVTREE[0][2])) {
+      return null;
+    }
+    return walk(NAVTREE[0][2], []);
+  },
+
+  breadcrumb: function () {
+    var list = document.querySelector("#nav-path > ul");
+    var here = window.location.pathname.split("/").pop() || "index.html";
+    var path = BookNav.path(here);
+    if (!list || !path) return;  // a page outside the sidebar keeps Doxygen's own
+    var old = list.querySelectorAll("li.navelem");
+    for (var i = 0; i < old.length; ++i) list.removeChild(old[i]);
+    var footer = list.querySelector("li.footer");
+    for (var j = 0; j < path.length; ++j) {
+      var li = document.createElement("li");
+      li.className = "navelem";
+      var a = document.createElement("a");
+      a.className = "el";
+      a.href = path[j].file;
+      a.textContent = path[j].title;
+      if (j + 1 === path.length) a.setAttribute("aria-current", "page");
+      li.appendChild(a);
+      list.insertBefore(li, footer);
+    }
+  },
+
   init: function () {
-    if (document.readyState === "loading") {
-      document.addEventListener("DOMContentLoaded", BookNav.render);
-    } else {
+    function run() {
       BookNav.render();
+      BookNav.breadcrumb();
+    }
+    if (document.readyState === "loading") {
+      document.addEventListener("DOMContentLoaded", run);
+    } else {
+      run();
     }
   }
 };

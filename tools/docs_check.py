@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The course book's checks, over a built site (build/docs/html). Python 3 standard library only.
+"""The course book's checks, over a built site (build/docs/html). Python 3 standard library;
+the browser check adds Debian's Selenium.
 
 - structure_check: the book's order and shape: the index lists every chapter, in order; each
   chapter carries the section ids every chapter has (lab_NN_why ... lab_NN_references).
@@ -7,24 +8,25 @@
   to a file, and every #fragment to an id in it; nothing is loaded from the network; the only
   external links are references: in a chapter's References section, or to a paper host (arXiv,
   DOI, proceedings).
-- browser_check: Debian's chromium, headless and offline, driven over the DevTools protocol on a
-  pipe (fds 3/4, NUL-separated JSON). Opens each page from disk, waits for MathJax, asserts the
-  formulas rendered (no raw TeX left, no MathJax errors), every diagram's SVG loaded, and the
-  console stayed clean; saves a screenshot of each page.
+- browser_check: Debian's chromium, headless and offline, driven by Debian's Selenium
+  (python3-selenium) through chromedriver (chromium-driver). Opens each page from disk, waits
+  for MathJax, asserts the formulas rendered (no raw TeX left, no MathJax errors), every diagram
+  and picture loaded as SVG, and the console stayed clean with no request leaving the machine;
+  then, at 1400 and at 1920 px, the layout check (LAYOUT below: nothing wider than the content
+  column or cut off inside it, no Markdown left unrendered, no numbered list restarting); saves
+  a screenshot of each page at 1400 px and of its key elements (test table, figures, widest
+  snippet).
 
-Run alone: python3 tools/docs_check.py build/docs/html [--screenshots DIR] [--no-browser]
+Run alone: /usr/bin/python3 tools/docs_check.py build/docs/html [--screenshots DIR] [--no-browser]
 """
 from __future__ import annotations
 
 import argparse
-import base64
 import html.parser
 import json
 import os
 import re
-import select
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -250,200 +252,222 @@ def link_check(html_dir: Path) -> LinkReport:
     return report
 
 
-# ---- browser: the DevTools protocol over a pipe ------------------------------------------------
+# ---- browser: headless chromium through Selenium and chromedriver ------------------------------
+#
+# The route is the maintained one Debian ships: python3-selenium drives chromium-driver, which
+# drives chromium. Everything below is plain WebDriver (navigate, run a script, read the logs, size
+# the window, take a screenshot); the "performance" log is chromedriver's own record of the page's
+# network events, which is how the check sees that nothing came from the network.
 
-class CdpError(RuntimeError):
-    pass
+# Window widths the layout is checked at: a laptop and a desktop screen. Screenshots are taken at
+# the first.
+WIDTHS = (1400, 1920)
+WINDOW_HEIGHT = 900
+MAX_SHOT_HEIGHT = 16000  # taller pages are cut at this height in their full-page screenshot
 
+# Chromium's flags: headless, offline (every host resolves to nothing, no proxy is reachable), no
+# background services, the local files allowed to read each other (the SVG diagrams in frames).
+CHROMIUM_FLAGS = [
+    "--headless=new", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-extensions", "--disable-default-apps", "--disable-domain-reliability",
+    "--disable-breakpad", "--mute-audio", "--hide-scrollbars", "--no-pings",
+    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
+    "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>", "--allow-file-access-from-files",
+    "--force-color-profile=srgb", f"--window-size={WIDTHS[0]},{WINDOW_HEIGHT}",
+]
 
-class Chromium:
-    """Headless chromium, offline, driven over --remote-debugging-pipe."""
-
-    FLAGS = [
-        "--headless", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-quic", "--disable-extensions", "--disable-default-apps",
-        "--disable-domain-reliability", "--disable-client-side-phishing-detection",
-        "--disable-breakpad", "--metrics-recording-only", "--mute-audio", "--hide-scrollbars",
-        "--no-pings", "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
-        # No network at all: every host resolves to nothing and no proxy is reachable.
-        "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
-        "--proxy-bypass-list=<-loopback>",
-        "--allow-file-access-from-files", "--force-color-profile=srgb",
-        "--window-size=1440,900", "--remote-debugging-pipe",
-    ]
-
-    def __init__(self, binary: str, log_path: Path, no_sandbox: bool = False) -> None:
-        self.profile = tempfile.mkdtemp(prefix="pa-docs-chromium-")
-        flags = list(self.FLAGS) + [f"--user-data-dir={self.profile}"]
-        if no_sandbox or os.geteuid() == 0:  # root cannot use chromium's sandbox
-            flags.append("--no-sandbox")
-        to_child_r, self._to_child_w = os.pipe()
-        self._from_child_r, from_child_w = os.pipe()
-
-        def child_fds() -> None:  # chromium reads commands on fd 3 and writes replies on fd 4
-            a, b = os.dup(to_child_r), os.dup(from_child_w)  # both above any fd in use
-            os.dup2(a, 3)
-            os.dup2(b, 4)
-            os.closerange(5, os.sysconf("SC_OPEN_MAX"))
-
-        self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(
-            [binary, *flags, "about:blank"], stdin=subprocess.DEVNULL, stdout=self._log,
-            stderr=subprocess.STDOUT, preexec_fn=child_fds, close_fds=False)
-        os.close(to_child_r)
-        os.close(from_child_w)
-        self._buffer = b""
-        self._next_id = 0
-        self.events: list[dict] = []
-        self.session: str | None = None
-
-    def close(self) -> None:
-        try:
-            if self.proc.poll() is None:
-                try:
-                    self.send("Browser.close", session=False, timeout=5)
-                except (CdpError, OSError):
-                    pass
-                try:
-                    self.proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-        finally:
-            for fd in (self._to_child_w, self._from_child_r):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            self._log.close()
-            shutil.rmtree(self.profile, ignore_errors=True)
-
-    def _read_message(self, deadline: float) -> dict | None:
-        while b"\0" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            ready, _, _ = select.select([self._from_child_r], [], [], left)
-            if not ready:
-                return None
-            chunk = os.read(self._from_child_r, 1 << 20)
-            if not chunk:
-                raise CdpError("chromium closed the DevTools pipe "
-                               f"(exit status {self.proc.poll()}; see {self._log.name})")
-            self._buffer += chunk
-        raw, self._buffer = self._buffer.split(b"\0", 1)
-        return json.loads(raw)
-
-    def send(self, method: str, params: dict | None = None, session: bool = True,
-             timeout: float = 60) -> dict:
-        self._next_id += 1
-        message = {"id": self._next_id, "method": method, "params": params or {}}
-        if session and self.session:
-            message["sessionId"] = self.session
-        os.write(self._to_child_w, json.dumps(message).encode() + b"\0")
-        deadline = time.monotonic() + timeout
-        while True:
-            reply = self._read_message(deadline)
-            if reply is None:
-                raise CdpError(f"{method}: no answer in {timeout:.0f} s")
-            if reply.get("id") == self._next_id:
-                if "error" in reply:
-                    raise CdpError(f"{method}: {reply['error'].get('message')}")
-                return reply.get("result", {})
-            if "method" in reply:
-                self.events.append(reply)
-
-    def wait_event(self, method: str, timeout: float) -> dict | None:
-        deadline = time.monotonic() + timeout
-        for i, event in enumerate(self.events):
-            if event["method"] == method:
-                return self.events.pop(i)
-        while True:
-            event = self._read_message(deadline)
-            if event is None:
-                return None
-            if event.get("method") == method:
-                return event
-            if "method" in event:
-                self.events.append(event)
-
-    def drain(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while True:
-            event = self._read_message(deadline)
-            if event is None:
-                return
-            if "method" in event:
-                self.events.append(event)
-
-    def evaluate(self, expression: str, timeout: float = 60, context: int | None = None):
-        params = {"expression": expression, "awaitPromise": True, "returnByValue": True}
-        if context is not None:
-            params["contextId"] = context
-        result = self.send("Runtime.evaluate", params, timeout=timeout)
-        if "exceptionDetails" in result:
-            raise CdpError(f"evaluate: {result['exceptionDetails'].get('text')} "
-                           f"{result['exceptionDetails'].get('exception', {}).get('description', '')}")
-        return result.get("result", {}).get("value")
-
-
-# Waits for MathJax's first typeset of the page to finish (its "End" startup hook, then one more
-# turn of its queue), or gives up after 30 s.
+# Waits (an async WebDriver script) for MathJax's first typeset of the page to finish: its "End"
+# startup hook, then one more turn of its queue; gives up after 30 s.
 WAIT_FOR_MATHJAX = """
-new Promise((resolve) => {
-  const start = Date.now();
-  (function poll() {
-    if (window.MathJax && MathJax.Hub && MathJax.Hub.Register) {
-      // Block bodies: a MathJax callback that returns a callback makes MathJax wait for it.
-      MathJax.Hub.Register.StartupHook("End", () => { MathJax.Hub.Queue(() => { resolve("ready"); }); });
-    } else if (Date.now() - start > 30000) {
-      resolve("MathJax never loaded");
-    } else {
-      setTimeout(poll, 50);
-    }
-  })();
-})
+const done = arguments[arguments.length - 1];
+const start = Date.now();
+(function poll() {
+  if (window.MathJax && MathJax.Hub && MathJax.Hub.Register) {
+    MathJax.Hub.Register.StartupHook("End", () => { MathJax.Hub.Queue(() => { done("ready"); }); });
+  } else if (Date.now() - start > 30000) {
+    done("MathJax never loaded");
+  } else {
+    setTimeout(poll, 50);
+  }
+})();
 """
 
-# What the page shows once MathJax is done: rendered formulas, leftover TeX, MathJax errors,
-# and the diagrams (SVG in iframes, objects or images).
+# What the page shows once MathJax is done: rendered formulas, MathJax errors, the diagrams and
+# pictures (SVG in frames, objects or images) and whether each one loaded.
 AUDIT = r"""
-(() => {
-  const contents = document.querySelector("div.contents") || document.body;
-  const rendered = contents.querySelectorAll(".MathJax_SVG, .MathJax_SVG_Display").length;
-  // TeX that MathJax could not parse becomes an <merror> node in its element jax (shown as red
-  // text); a crash inside MathJax shows "[Math Processing Error]" (.MathJax_Error) instead.
-  const hasError = (node) => !!node && typeof node === "object" &&
-      (node.type === "merror" || (Array.isArray(node.data) && node.data.some(hasError)));
-  const bad = (window.MathJax && MathJax.Hub ? MathJax.Hub.getAllJax() : [])
-      .filter(j => hasError(j.root));
-  const errors = bad.map(j => j.originalText.slice(0, 80))
-      .concat([...contents.querySelectorAll(".MathJax_Error, .noError")].map(e => e.textContent.slice(0, 80)));
-  // TeX the reader would see raw: delimiters in text outside code, scripts and MathJax output.
-  const raw = [];
-  const walker = document.createTreeWalker(contents, NodeFilter.SHOW_TEXT, {
-    acceptNode(node) {
-      for (let e = node.parentElement; e && e !== contents; e = e.parentElement) {
-        if (e.matches("script, style, code, pre, .fragment, .MathJax_SVG, .MathJax_SVG_Display, .MathJax_Preview"))
-          return NodeFilter.FILTER_REJECT;
-      }
-      return NodeFilter.FILTER_ACCEPT;
-    }
-  });
-  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    const m = n.nodeValue.match(/\\f[$\[\]]|\\\(|\\\)|\\\[|\\\]|\\begin\{|\$\$/);
-    if (m) raw.push(n.nodeValue.trim().slice(0, 80));
-  }
-  const frames = [...contents.querySelectorAll("iframe, object, embed")]
-      .map(e => ({tag: e.localName, url: e.src || e.data || "", parent: e.parentElement.className}))
-      .filter(f => /\.svg($|[?#])/.test(f.url));
-  const images = [...contents.querySelectorAll("img")]
+const contents = document.querySelector("div.contents") || document.body;
+const rendered = contents.querySelectorAll(".MathJax_SVG, .MathJax_SVG_Display").length;
+// TeX that MathJax could not parse becomes an <merror> node in its element jax (shown as red
+// text); a crash inside MathJax shows "[Math Processing Error]" (.MathJax_Error) instead.
+const hasError = (node) => !!node && typeof node === "object" &&
+    (node.type === "merror" || (Array.isArray(node.data) && node.data.some(hasError)));
+const bad = (window.MathJax && MathJax.Hub ? MathJax.Hub.getAllJax() : []).filter(j => hasError(j.root));
+const errors = bad.map(j => j.originalText.slice(0, 80))
+    .concat([...contents.querySelectorAll(".MathJax_Error, .noError")].map(e => e.textContent.slice(0, 80)));
+// An SVG in a frame or an object: its document must be an <svg> with an area.
+const svgs = [...contents.querySelectorAll("iframe, object, embed")]
+    .map(e => ({url: e.src || e.data || "", e}))
+    .filter(f => /\.svg($|[?#])/.test(f.url))
+    .map(({url, e}) => {
+      let ok = false;
+      try {
+        const root = (e.contentDocument || e.getSVGDocument()).documentElement;
+        const b = root.localName === "svg" ? root.getBBox() : {width: 0, height: 0};
+        ok = b.width * b.height > 0;
+      } catch (err) { ok = false; }
+      return {url, ok};
+    })
+    .concat([...contents.querySelectorAll("img")]
       .filter(i => /\.svg($|[?#])/.test(i.src))
-      .map(i => ({url: i.src, ok: i.complete && i.naturalWidth > 0}));
-  const diagrams = contents.querySelectorAll("div.dotgraph").length;
-  return {rendered, errors, raw, frames, images, diagrams, title: document.title};
-})()
+      .map(i => ({url: i.src, ok: i.complete && i.naturalWidth > 0})));
+const figures = contents.querySelectorAll("div.dotgraph, div.image").length;
+return {rendered, errors, svgs, figures, title: document.title};
+"""
+
+# The layout check, in the rendered page at the window's width. The content column is the page's
+# div.textblock (div.contents where there is none). Every visible element inside it must fit:
+# nothing may reach past the column's right edge, and nothing that scrolls or clips (overflow other
+# than visible) may hold more than it shows, since either way part of it is cut off. Only the
+# outermost offender of a subtree is reported. The text must be rendered: no literal ** (Markdown
+# bold that did not apply) or backtick (a code span that did not), no raw TeX, no typographic quotes or dashes inside inline code (a code
+# span that was read as prose), no table cell squeezed to a word or two per line, and no numbered
+# list that restarts inside a section (a list split by a snippet, or a wrapped line that began with
+# a number and a dot). Each problem names the element and the section it sits in.
+LAYOUT = r"""
+const contents = document.querySelector("div.contents");
+if (!contents) return {problems: ["the page has no div.contents"], elements: 0};
+const column = contents.querySelector(":scope > div.textblock") || contents;
+const box = column.getBoundingClientRect();
+const problems = [];
+let section = "(top of the page)";
+let elements = 0;
+const flagged = new Set();
+const short = (s, n) => { s = (s || "").replace(/\s+/g, " ").trim(); return s.length > n ? s.slice(0, n - 1) + "…" : s; };
+const name = (e) => {
+  const cls = typeof e.className === "string" && e.className.trim() ? "." + e.className.trim().split(/\s+/).join(".") : "";
+  const what = e.getAttribute("src") || e.getAttribute("data") || short(e.textContent, 70);
+  return `<${e.localName}${cls}> "${what}"`;
+};
+const where = () => `in #${section}`;
+const inCode = (e) => !!e.closest("code, pre, div.fragment, script, style, .MathJax_SVG, .MathJax_SVG_Display, .MathJax_Preview, .MathJax_SVG_Hidden");
+const walker = document.createTreeWalker(column, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
+  acceptNode(node) {
+    if (node.nodeType === Node.TEXT_NODE) return NodeFilter.FILTER_ACCEPT;
+    if (node.matches("script, style, noscript, .MathJax_Preview, .MathJax_SVG_Hidden")) return NodeFilter.FILTER_REJECT;
+    const cs = getComputedStyle(node);
+    if (cs.display === "none" || cs.visibility === "hidden" || cs.position === "fixed") return NodeFilter.FILTER_REJECT;
+    for (let p = node.parentElement; p && p !== column; p = p.parentElement) {
+      if (flagged.has(p)) return NodeFilter.FILTER_REJECT;
+    }
+    return NodeFilter.FILTER_ACCEPT;
+  }
+});
+for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+  if (n.nodeType === Node.TEXT_NODE) {
+    const parent = n.parentElement;
+    const text = n.nodeValue;
+    if (!inCode(parent)) {
+      if (text.includes("**")) problems.push(`literal ** (bold that did not render) ${where()}: "${short(text, 80)}"`);
+      if (text.includes("`")) problems.push(`literal backtick (a code span that did not render) ${where()}: "${short(text, 80)}"`);
+      const tex = text.match(/\\f[$\[\]]|\\\(|\\\)|\\\[|\\\]|\\begin\{|\$\$/);
+      if (tex) problems.push(`raw TeX ${where()}: "${short(text, 80)}"`);
+    } else if (parent.closest("code") && !parent.closest("pre, div.fragment") && /[\u2018\u2019\u201c\u201d\u2013]/.test(text)) {
+      problems.push(`curly quote or en dash (Markdown typography) inside inline code ${where()}: "${short(text, 80)}"`);
+    }
+    continue;
+  }
+  const e = n;
+  if (/^h[1-6]$/.test(e.localName)) {
+    const a = e.querySelector("a.anchor[id]") || (e.id ? e : null);
+    section = a ? a.id : short(e.textContent, 40);
+  }
+  const r = e.getBoundingClientRect();
+  if (r.width === 0 && r.height === 0) continue;
+  ++elements;
+  if (r.right > box.right + 1) {
+    flagged.add(e);
+    problems.push(`${name(e)} ${where()} is ${Math.round(r.width)} px wide and reaches ${Math.round(r.right - box.right)} px past the ${Math.round(box.width)} px column`);
+    continue;
+  }
+  const cs = getComputedStyle(e);
+  if (cs.overflowX !== "visible" && e.scrollWidth > e.clientWidth + 1 && e.clientWidth > 0) {
+    flagged.add(e);
+    problems.push(`${name(e)} ${where()} holds ${e.scrollWidth} px in ${e.clientWidth} px: it ${cs.overflowX === "hidden" || cs.overflowX === "clip" ? "cuts off" : "scrolls sideways to show"} the rest`);
+    continue;
+  }
+  if ((e.localName === "td" || e.localName === "th") && !inCode(e)) {
+    const words = e.textContent.trim().split(/\s+/).filter(Boolean).length;
+    if (words >= 6) {
+      const range = document.createRange();
+      range.selectNodeContents(e);
+      const tops = [...range.getClientRects()].filter(q => q.width > 0 && q.height > 0).map(q => q.bottom).sort((a, b) => a - b);
+      let lines = tops.length ? 1 : 0;
+      for (let i = 1; i < tops.length; ++i) if (tops[i] - tops[i - 1] > 6) ++lines;
+      if (lines * 2 > words) problems.push(`table cell ${where()} squeezed to ${lines} lines for ${words} words (${Math.round(r.width)} px wide): "${short(e.textContent, 60)}"`);
+    }
+  }
+}
+// Numbered lists: a list that follows another in the same section starts again at 1 (Doxygen
+// writes no start number), and a one-item numbered list inside a bullet is a wrapped line that
+// began with "2022." or the like.
+for (const ol of column.querySelectorAll("ol")) {
+  let sec = "(top of the page)";
+  for (let p = ol; p && p !== column; p = p.parentElement) {
+    for (let s = p.previousElementSibling; s; s = s.previousElementSibling) {
+      if (/^h[1-6]$/.test(s.localName)) { const a = s.querySelector("a.anchor[id]"); sec = a ? a.id : short(s.textContent, 40); p = null; break; }
+    }
+    if (!p) break;
+  }
+  for (let s = ol.previousElementSibling; s; s = s.previousElementSibling) {
+    if (/^h[1-6]$/.test(s.localName)) break;
+    if (s.localName === "ol") {
+      problems.push(`numbered list in #${sec} starts again at 1 after an earlier list of ${s.children.length} item(s) in the same section: "${short(ol.textContent, 60)}"`);
+      break;
+    }
+  }
+  if (ol.children.length === 1 && ol.parentElement && ol.parentElement.localName === "li" && ol.parentElement.parentElement.localName === "ul") {
+    problems.push(`one-item numbered list inside a bullet in #${sec} (a wrapped line that begins with a number and a dot?): "${short(ol.textContent, 60)}"`);
+  }
+}
+const doc = document.getElementById("doc-content") || document.scrollingElement;
+if (doc.scrollWidth > doc.clientWidth + 1) problems.push(`the page scrolls sideways: ${doc.scrollWidth} px in a ${doc.clientWidth} px window`);
+return {problems, elements, column: Math.round(box.width)};
+"""
+
+# The height of the whole page: the content scrolls inside #doc-content, not the document.
+PAGE_HEIGHT = """
+const d = document.getElementById("doc-content");
+const top = d ? d.getBoundingClientRect().top : 0;
+return Math.ceil(top + (d ? d.scrollHeight : document.documentElement.scrollHeight)) + 40;
+"""
+
+# The elements a reader should see whole, cut out as their own screenshots: each chapter's test
+# table, every figure, and the page's widest code snippet.
+KEY_ELEMENTS = r"""
+const out = [];
+const contents = document.querySelector("div.contents");
+if (!contents) return out;
+const tests = contents.querySelector("a.anchor[id$='_tests']");
+if (tests) {
+  let h = tests.closest("h1, h2, h3");
+  for (let s = h && h.nextElementSibling; s && !/^h[12]$/.test(s.localName); s = s.nextElementSibling) {
+    if (s.matches("table")) { out.push(["tests-table", s]); break; }
+  }
+}
+contents.querySelectorAll("div.dotgraph, div.image").forEach((f, i) => {
+  const m = f.querySelector("img, iframe, object");
+  const src = m ? (m.getAttribute("src") || m.getAttribute("data") || "") : "";
+  out.push(["figure-" + (i + 1) + "-" + src.replace(/^.*\//, "").replace(/\.[a-z]+$/, "").replace(/[^A-Za-z0-9_-]/g, "_"), f]);
+});
+let widest = null, most = 0;
+contents.querySelectorAll("div.fragment").forEach(f => {
+  const longest = Math.max(0, ...[...f.querySelectorAll("div.line")].map(l => l.textContent.length));
+  if (longest > most) { most = longest; widest = f; }
+});
+if (widest) out.push(["widest-code", widest]);
+return out;
 """
 
 
@@ -451,10 +475,12 @@ AUDIT = r"""
 class PageResult:
     file: str
     formulas: int = 0
-    diagrams: int = 0
+    figures: int = 0
     svgs_loaded: int = 0
+    columns: dict[int, int] = field(default_factory=dict)  # window width -> column width (px)
     screenshot: str = ""
     problems: list[str] = field(default_factory=list)
+    layout: int = 0  # how many of the problems the layout check found
 
 
 def _find_chromium() -> str | None:
@@ -465,158 +491,165 @@ def _find_chromium() -> str | None:
     return None
 
 
-def _frames(tree: dict) -> list[dict]:
-    out = []
-    for child in tree.get("childFrames", []) or []:
-        out.append(child["frame"])
-        out.extend(_frames(child))
-    return out
+def _find_chromedriver() -> str | None:
+    for path in (shutil.which("chromedriver"), "/usr/bin/chromedriver",
+                 "/usr/lib/chromium/chromedriver"):
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
 
 
-def _screenshot(cdp: Chromium, path: Path, width: int, height: int, full: bool) -> None:
-    if full:
-        # The content scrolls inside #doc-content, not the document: make the viewport as tall
-        # as the page (capped), let Doxygen's resize.js lay it out again, then shoot.
-        total = cdp.evaluate("""(() => {
-            const d = document.getElementById("doc-content");
-            const top = d ? d.getBoundingClientRect().top : 0;
-            return Math.ceil(top + (d ? d.scrollHeight : document.documentElement.scrollHeight)) + 40;
-        })()""")
-        tall = max(height, min(int(total or height), 16000))
-        cdp.send("Emulation.setDeviceMetricsOverride",
-                 {"width": width, "height": tall, "deviceScaleFactor": 1, "mobile": False})
-        cdp.evaluate("new Promise(r => { window.dispatchEvent(new Event('resize')); setTimeout(r, 400); })")
-    shot = cdp.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": False})
-    path.write_bytes(base64.b64decode(shot["data"]))
-    if full:
-        cdp.send("Emulation.setDeviceMetricsOverride",
-                 {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+def _start_browser(log_path: Path):
+    """Chromium under chromedriver, through Selenium (python3-selenium, chromium-driver)."""
+    from selenium import webdriver  # Debian: python3-selenium
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = _find_chromium()
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    # Root cannot use chromium's sandbox, nor can a container without user namespaces; the pages
+    # are local files the build just wrote, opened with the network off.
+    options.add_argument("--no-sandbox")
+    options.add_argument("--user-data-dir=" + tempfile.mkdtemp(prefix="pa-docs-chromium-"))
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    service = Service(executable_path=_find_chromedriver(), log_path=str(log_path))
+    driver = webdriver.Chrome(service=service, options=options)
+    driver.set_script_timeout(60)
+    driver.set_page_load_timeout(60)
+    # What chromium did before the first page (its new-tab page) is not the book's: drop it.
+    driver.get("about:blank")
+    for log in ("browser", "performance"):
+        driver.get_log(log)
+    return driver
+
+
+def _log_problems(driver) -> list[str]:
+    """Console errors and exceptions, failed loads, and any request that left the machine."""
+    problems = []
+    for entry in driver.get_log("browser"):
+        if entry.get("level") == "SEVERE":
+            problems.append(f"console: {entry.get('message', '')[:200]}")
+    for entry in driver.get_log("performance"):
+        try:
+            message = json.loads(entry["message"])["message"]
+        except (KeyError, ValueError):
+            continue
+        method, params = message.get("method"), message.get("params", {})
+        if method == "Network.requestWillBeSent":
+            url = params.get("request", {}).get("url", "")
+            if not url.startswith(("file:", "data:", "about:", "blob:")):
+                problems.append(f"network request: {url}")
+        elif method == "Network.loadingFailed" and not params.get("canceled"):
+            problems.append(f"failed to load a resource: {params.get('errorText')}")
+    return problems
+
+
+def _layout(driver, width: int) -> dict:
+    driver.set_window_size(width, WINDOW_HEIGHT)
+    # Doxygen's resize.js lays the sidebar and the content out again on resize.
+    driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "window.dispatchEvent(new Event('resize')); setTimeout(done, 300);")
+    return driver.execute_script(LAYOUT)
+
+
+def _screenshots(driver, file: str, shots_dir: Path, width: int) -> str:
+    """A full-page screenshot (the window as tall as the page, capped) and one of each key
+    element; returns the full page's path."""
+    total = int(driver.execute_script(PAGE_HEIGHT) or WINDOW_HEIGHT)
+    driver.set_window_size(width, max(WINDOW_HEIGHT, min(total, MAX_SHOT_HEIGHT)))
+    driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "window.dispatchEvent(new Event('resize')); setTimeout(done, 400);")
+    stem = Path(file).stem
+    page = shots_dir / f"{stem}.png"
+    driver.save_screenshot(str(page))
+    # Each key element on its own: the window as tall as the element, the element scrolled to
+    # the top of the content (the page may be taller than the capped screenshot).
+    for label, element in driver.execute_script(KEY_ELEMENTS):
+        tall = int(driver.execute_script("return arguments[0].getBoundingClientRect().height",
+                                         element))
+        driver.set_window_size(width, max(WINDOW_HEIGHT, min(tall + 300, MAX_SHOT_HEIGHT)))
+        driver.execute_async_script(
+            "const [e, done] = arguments; e.scrollIntoView({block: 'start'});"
+            "setTimeout(done, 150);", element)
+        element.screenshot(str(shots_dir / "elements" / f"{stem}--{label}.png"))
+    driver.set_window_size(width, WINDOW_HEIGHT)
+    return str(page)
 
 
 def browser_check(html_dir: Path, pages: list[str], shots_dir: Path,
-                  chapters: set[str] | None = None, timeout: float = 60) -> list[PageResult]:
+                  chapters: set[str] | None = None) -> list[PageResult]:
     """Opens each page in headless chromium from disk, offline; see the module docstring.
-    `chapters`: pages that must show at least one rendered formula and one diagram."""
-    binary = _find_chromium()
-    if not binary:
+    `chapters`: pages that must show at least one rendered formula and one figure."""
+    missing = [what for what, found in (("chromium (apt-get install chromium)", _find_chromium()),
+                                        ("chromedriver (apt-get install chromium-driver)",
+                                         _find_chromedriver()))
+               if not found]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("Selenium for this Python (apt-get install python3-selenium; run the "
+                       "check with /usr/bin/python3)")
+    if missing:
         result = PageResult("(browser)")
-        result.problems.append("chromium not found (apt-get install chromium)")
+        result.problems += [f"not found: {m}" for m in missing]
         return [result]
+    from selenium.common.exceptions import WebDriverException
+
     chapters = chapters or set()
     shots_dir.mkdir(parents=True, exist_ok=True)
-    for old in shots_dir.glob("*.png"):
+    (shots_dir / "elements").mkdir(exist_ok=True)
+    for old in list(shots_dir.glob("*.png")) + list((shots_dir / "elements").glob("*.png")):
         old.unlink()
-    width, height = 1440, 900
     results: list[PageResult] = []
-    cdp = Chromium(binary, shots_dir / "chromium.log")
     try:
-        try:
-            targets = cdp.send("Target.getTargets", session=False, timeout=30)["targetInfos"]
-        except CdpError:
-            # In a container without user namespaces the sandbox cannot start: the pages are
-            # local files the build just wrote, opened with the network off, so run without it.
-            cdp.close()
-            cdp = Chromium(binary, shots_dir / "chromium.log", no_sandbox=True)
-            targets = cdp.send("Target.getTargets", session=False, timeout=30)["targetInfos"]
-        page_target = next((t for t in targets if t["type"] == "page"), None)
-        if page_target is None:
-            page_target = {"targetId": cdp.send("Target.createTarget", {"url": "about:blank"},
-                                                session=False)["targetId"]}
-        cdp.session = cdp.send("Target.attachToTarget",
-                               {"targetId": page_target["targetId"], "flatten": True},
-                               session=False)["sessionId"]
-        for domain in ("Page", "Runtime", "Log", "Network"):
-            cdp.send(f"{domain}.enable")
-        cdp.send("Emulation.setDeviceMetricsOverride",
-                 {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
-        # Light mode for the screenshots, whatever the machine prefers.
-        cdp.send("Emulation.setEmulatedMedia",
-                 {"features": [{"name": "prefers-color-scheme", "value": "light"}]})
-
+        driver = _start_browser(shots_dir / "chromedriver.log")
+    except WebDriverException as e:
+        result = PageResult("(browser)")
+        result.problems.append(f"chromium did not start under chromedriver: {e.msg}")
+        return [result]
+    try:
         for file in pages:
             result = PageResult(file)
             results.append(result)
-            url = (html_dir.resolve() / file).as_uri()
-            cdp.events.clear()
             try:
-                nav = cdp.send("Page.navigate", {"url": url}, timeout=timeout)
-                if nav.get("errorText"):
-                    result.problems.append(f"navigation failed: {nav['errorText']}")
-                    continue
-                if cdp.wait_event("Page.loadEventFired", timeout) is None:
-                    result.problems.append(f"no load event in {timeout:.0f} s")
-                state = cdp.evaluate(WAIT_FOR_MATHJAX, timeout=timeout)
+                driver.set_window_size(WIDTHS[0], WINDOW_HEIGHT)
+                driver.get((html_dir.resolve() / file).as_uri())
+                state = driver.execute_async_script(WAIT_FOR_MATHJAX)
                 if state != "ready":
                     result.problems.append(f"MathJax: {state}")
-                cdp.drain(0.3)  # late console messages and requests
-                audit = cdp.evaluate(AUDIT, timeout=timeout)
-            except CdpError as e:
-                result.problems.append(str(e))
-                continue
-            result.formulas = audit["rendered"]
-            result.diagrams = audit["diagrams"]
-            for tex in audit["errors"]:
-                result.problems.append(f"formula MathJax could not render: \"{tex}\"")
-            for text in audit["raw"]:
-                result.problems.append(f"raw TeX left in the page: \"{text}\"")
-            if file in chapters and result.formulas == 0:
-                result.problems.append("a chapter with no rendered formula")
-            if file in chapters and result.diagrams == 0:
-                result.problems.append("a chapter with no diagram")
-            # Each SVG in a frame: its document must be an <svg> with a size.
-            frames = _frames(cdp.send("Page.getFrameTree")["frameTree"])
-            for f in audit["frames"]:
-                frame = next((fr for fr in frames if fr.get("url") == f["url"]), None)
-                if frame is None:
-                    result.problems.append(f"diagram {f['url']}: no frame")
-                    continue
-                world = cdp.send("Page.createIsolatedWorld",
-                                 {"frameId": frame["id"], "worldName": "pa-docs-check"})
-                size = cdp.evaluate(
-                    "(() => { const r = document.documentElement;"
-                    " if (!r || r.localName !== 'svg') return -1;"
-                    " const b = r.getBBox(); return b.width * b.height; })()",
-                    context=world["executionContextId"])
-                if not size or size <= 0:
-                    result.problems.append(f"diagram {Path(f['url']).name} did not load as SVG")
-                else:
-                    result.svgs_loaded += 1
-            for img in audit["images"]:
-                if img["ok"]:
-                    result.svgs_loaded += 1
-                else:
-                    result.problems.append(f"image {Path(img['url']).name} did not load")
-            # Console errors, exceptions, failed loads and any network request.
-            for event in cdp.events:
-                method, params = event["method"], event.get("params", {})
-                if method == "Runtime.exceptionThrown":
-                    d = params["exceptionDetails"]
-                    text = d.get("exception", {}).get("description") or d.get("text")
-                    result.problems.append(f"exception: {text}")
-                elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-                    args = " ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", []))
-                    result.problems.append(f"console.{params['type']}: {args}")
-                elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
-                    e = params["entry"]
-                    result.problems.append(f"console error: {e.get('text')} {e.get('url', '')}")
-                elif method == "Network.requestWillBeSent":
-                    req = params["request"]["url"]
-                    if not req.startswith(("file:", "data:", "about:", "blob:")):
-                        result.problems.append(f"network request: {req}")
-                elif method == "Network.loadingFailed" and not params.get("canceled"):
-                    result.problems.append(f"failed to load a resource: {params.get('errorText')}")
-            try:
-                shot = shots_dir / (Path(file).stem + ".png")
-                _screenshot(cdp, shot, width, height, full=True)
-                result.screenshot = str(shot)
-            except CdpError as e:
-                result.problems.append(f"screenshot: {e}")
-    except CdpError as e:
-        failure = PageResult("(browser)")
-        failure.problems.append(str(e))
-        results.append(failure)
+                time.sleep(0.3)  # late console messages and requests
+                audit = driver.execute_script(AUDIT)
+                result.formulas, result.figures = audit["rendered"], audit["figures"]
+                for tex in audit["errors"]:
+                    result.problems.append(f"formula MathJax could not render: \"{tex}\"")
+                for svg in audit["svgs"]:
+                    if svg["ok"]:
+                        result.svgs_loaded += 1
+                    else:
+                        result.problems.append(f"picture {Path(svg['url']).name} did not load as SVG")
+                if file in chapters and result.formulas == 0:
+                    result.problems.append("a chapter with no rendered formula")
+                if file in chapters and result.figures == 0:
+                    result.problems.append("a chapter with no figure")
+                seen: set[str] = set()
+                for width in WIDTHS:
+                    layout = _layout(driver, width)
+                    result.columns[width] = layout.get("column", 0)
+                    for p in layout["problems"]:
+                        key = re.sub(r"\d+ px", "N px", p)  # the same defect at both widths: once
+                        if key not in seen:
+                            seen.add(key)
+                            result.problems.append(f"at {width} px: {p}")
+                            result.layout += 1
+                result.problems += _log_problems(driver)
+                result.screenshot = _screenshots(driver, file, shots_dir, WIDTHS[0])
+            except WebDriverException as e:
+                result.problems.append(f"browser: {e.msg}")
     finally:
-        cdp.close()
+        driver.quit()
     return results
 
 
@@ -643,19 +676,25 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
     count += len(links.problems)
 
     if browser:
-        print("== Browser check (headless chromium, offline)")
+        widths = " and ".join(f"{w}" for w in WIDTHS)
+        print(f"== Browser check (headless chromium through Selenium, offline; layout at {widths} px)")
         pages = [f for f, _ in book_pages(html_dir)]
         if (html_dir / "files.html").is_file():
             pages.append("files.html")
         chapters = {f for f in pages if re.fullmatch(r"lab_\d\d\.html", f)}
+        layout = 0
         for r in browser_check(html_dir, pages, shots_dir, chapters):
             status = "ok  " if not r.problems else "FAIL"
-            print(f"  {status} {r.file:28} formulas={r.formulas:<4} diagrams={r.diagrams:<3} "
-                  f"svg_loaded={r.svgs_loaded}")
+            columns = "/".join(str(c) for c in r.columns.values())
+            print(f"  {status} {r.file:28} formulas={r.formulas:<4} figures={r.figures:<3} "
+                  f"svg_loaded={r.svgs_loaded:<3} column={columns} px")
             for p in r.problems:
                 print(f"       - {p}")
             count += len(r.problems)
-        print(f"  screenshots: {shots_dir}")
+            layout += r.layout
+        print(f"  layout problems: {layout}")
+        print(f"  screenshots ({WIDTHS[0]} px): {shots_dir} (whole pages), "
+              f"{shots_dir / 'elements'} (test tables, figures, the widest snippet of each page)")
     return count
 
 

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -17,6 +19,59 @@
 #include "pa/types.hpp"
 
 namespace pa::bench {
+
+// ---- One head's decode over a paged cache, as the CPU labs (01-03) time it ------------------
+
+/// [cpu_sequence]
+inline constexpr int kBlockSize = 16;  // tokens per cache block
+inline constexpr int kHeadDim = 128;   // one head, float64
+// Scores k.q / sqrt(d) with standard deviation ~4: a peaked softmax, as in the tests.
+inline constexpr double kLogitSpread = 4.0;
+// Attention over up to 64k keys sums 64k terms in float64: worst-case relative rounding is
+// ~n * eps ~ 1.5e-11 on O(1) outputs, so 1e-10 passes honest code and still fails a wrong weight.
+inline constexpr double kLongRowTol = 1e-10;
+// 1k .. 64k tokens, doubling: 64k tokens are 128 MiB of K+V, far past the last-level cache.
+inline constexpr int kMinTokens = 1 << 10;
+inline constexpr int kMaxTokens = 1 << 16;
+
+/// One head's sequence, contiguous and paged, built once per length and shared by the series.
+struct PagedSequence {
+  Vec q;             // [head_dim] one decode query
+  Mat k;             // [seq_len, head_dim] contiguous keys
+  Mat v;             // [seq_len, head_dim] contiguous values
+  IVec block_table;  // [seq_len / block_size] a random permutation of the physical blocks
+  IVec in_order;     // [seq_len / block_size] 0, 1, 2, ...: the blocks where k and v lie
+  Mat k_cache;       // [seq_len, head_dim] the keys in shuffled blocks (every block used)
+  Mat v_cache;       // [seq_len, head_dim] the values in the same blocks
+  Vec expected;      // [head_dim] reference attention of q over k, v (long double)
+};
+
+/// Returns the sequence of `seq_len` tokens (a multiple of kBlockSize), built on first use.
+inline const PagedSequence& paged_sequence(int seq_len) {
+  static std::map<int, std::unique_ptr<PagedSequence>> built;
+  auto& slot = built[seq_len];
+  if (!slot) {
+    pa::testing::Rng rng(static_cast<std::uint64_t>(seq_len));
+    auto s = std::make_unique<PagedSequence>();
+    const int num_blocks = seq_len / kBlockSize;
+    s->q = rng.normal_vec(kHeadDim, kLogitSpread);
+    s->k = rng.normal(seq_len, kHeadDim);
+    s->v = rng.normal(seq_len, kHeadDim);
+    s->block_table = rng.permutation(num_blocks);
+    s->in_order = IVec::LinSpaced(num_blocks, 0, num_blocks - 1);
+    s->k_cache = pa::testing::paged_cache(s->k, s->block_table, kBlockSize, num_blocks);
+    s->v_cache = pa::testing::paged_cache(s->v, s->block_table, kBlockSize, num_blocks);
+    s->expected = pa::testing::reference_attention(s->q, s->k, s->v);
+    slot = std::move(s);
+  }
+  return *slot;
+}
+
+/// Returns the bytes of K and V a pass over `seq_len` float64 tokens of one head must read.
+inline std::int64_t kv_bytes(std::int64_t seq_len) {
+  return 2 * seq_len * kHeadDim * static_cast<std::int64_t>(sizeof(double));
+}
+/// [cpu_sequence]
 
 /// Sets the two numbers tools/lab bench plots: `tokens` (x) and the bytes of K and V one
 /// iteration must read (y, as bytes per second).
@@ -119,5 +174,20 @@ void time_against_roofline(benchmark::State& state, TimedKernel&& timed_kernel,
   }
 }
 /// [gpu_series]
+
+/// Registers `fn` over the token sweep kMinTokens .. kMaxTokens, doubling.
+#define PA_BENCH_TOKEN_SWEEP(fn)                                \
+  BENCHMARK(fn)                                                 \
+      ->RangeMultiplier(2)                                      \
+      ->Range(::pa::bench::kMinTokens, ::pa::bench::kMaxTokens) \
+      ->Unit(benchmark::kMicrosecond)
+
+/// BM_BaselineRead and BM_BaselineCopy over the K and V bytes of range(0) tokens.
+inline void BM_BaselineRead(benchmark::State& state) {
+  baseline_read(state, state.range(0), kv_bytes(state.range(0)));
+}
+inline void BM_BaselineCopy(benchmark::State& state) {
+  baseline_copy(state, state.range(0), kv_bytes(state.range(0)));
+}
 
 }  // namespace pa::bench

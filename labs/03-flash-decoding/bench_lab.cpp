@@ -21,21 +21,14 @@
 namespace pa::flash_decoding {
 namespace {
 
-constexpr int kHeadSize = 128;  // d = dv, one kv head, as in the other labs' benchmarks
+constexpr int kHeadSize = pa::bench::kHeadDim;  // d = dv, one kv head, as in labs 01 and 02
 
 // Both partitioned series split the keys into the same 8 ranges, so they run the very same
 // arithmetic (and produce the same bits) and differ only in the threads: 8 ranges give each of
 // the two threads a run of 4, equal in size to within a key, so neither waits for the other.
 constexpr int kBenchPartitions = 8;
 
-// The reference runs in long double; float64 rounding over up to 64k keys stays near 1e-14,
-// and a wrong weight or a lost range moves the output by far more than 1e-10.
-constexpr double kBenchTol = 1e-10;
-
-/// Bytes of K and V a decode step over `tokens` keys must read: [tokens, d] + [tokens, dv].
-std::int64_t kv_bytes(std::int64_t tokens) {
-  return tokens * 2 * kHeadSize * static_cast<std::int64_t>(sizeof(double));
-}
+using pa::bench::kv_bytes;  // [tokens, d] + [tokens, dv] float64
 
 /// One decode query and the keys and values it attends.
 struct Problem {
@@ -59,7 +52,8 @@ void run_partitioned(benchmark::State& state, int num_threads) {
   if (!pa::bench::answer_is_right(state, [&] {
         return pa::testing::AllClose(
             pa::testing::reference_attention(p.q, p.K, p.V),
-            partitioned_attention(p.q, p.K, p.V, kBenchPartitions, num_threads), kBenchTol);
+            partitioned_attention(p.q, p.K, p.V, kBenchPartitions, num_threads),
+            pa::bench::kLongRowTol);
       })) {
     return;
   }
@@ -165,12 +159,12 @@ void run_cascade(benchmark::State& state, bool shared) {
   const auto attend = shared ? cascade_attention : dense_attention;
   Mat truth(kCascadeRequests, kHeadSize);  // [r, dv] the float64 reference, request by request
   for (int r = 0; r < kCascadeRequests; ++r) {
-    truth.row(r) = pa::testing::reference_attention(b.queries.row(r).transpose(), b.full_K[r],
-                                                    b.full_V[r])
-                       .transpose();
+    truth.row(r) =
+        pa::testing::reference_attention(b.queries.row(r).transpose(), b.full_K[r], b.full_V[r])
+            .transpose();
   }
   if (!pa::bench::answer_is_right(
-          state, [&] { return pa::testing::AllClose(truth, attend(b), kBenchTol); })) {
+          state, [&] { return pa::testing::AllClose(truth, attend(b), pa::bench::kLongRowTol); })) {
     return;
   }
   for (auto _ : state) {

@@ -159,6 +159,25 @@ void expect_spread(const Batch& b) {
   EXPECT_TRUE(FarFromUniform(pa::testing::scores(q0, b.k[longest].leftCols(b.head_dim))));
 }
 
+/// Names an element of a token-major output [total_new, num_heads * head_dim] as the student
+/// thinks of it ("sequence 1, new token 3, head 2, dimension 5") and labels the two sides.
+pa::testing::Labels labels_of(const Batch& b, std::string expected = "reference",
+                              std::string actual = "attn_paged") {
+  pa::testing::Labels labels;
+  std::vector<int> starts{0};  // first row of each sequence, computed here, not from meta
+  for (const SeqStep& step : b.steps) starts.push_back(starts.back() + step.num_new);
+  labels.where = [starts, head_dim = b.head_dim](Eigen::Index row, Eigen::Index col) {
+    const auto seq = std::upper_bound(starts.begin(), starts.end(), int(row)) - starts.begin() - 1;
+    return "sequence " + std::to_string(seq) + ", new token " +
+           std::to_string(row - starts[std::size_t(seq)]) + " (row " + std::to_string(row) +
+           "), head " + std::to_string(col / head_dim) + ", dimension " +
+           std::to_string(col % head_dim);
+  };
+  labels.expected = std::move(expected);
+  labels.actual = std::move(actual);
+  return labels;
+}
+
 Mat run_attn(const Batch& b) {
   return attn_paged(b.q, b.k_pool, b.v_pool, b.meta, b.num_heads, b.num_kv_heads);
 }
@@ -302,14 +321,14 @@ TEST(AttnPaged, SinglePrefillOfNIsCausal) {
   Rng rng(421);
   const Batch b = make_batch(rng, {{0, 37}}, 8, 4, 2, 8, 10);
   expect_spread(b);
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol, 0.0, labels_of(b)));
 }
 
 TEST(AttnPaged, SingleDecodeStepSeesTheWholeCache) {
   Rng rng(422);
   const Batch b = make_batch(rng, {{52, 1}}, 8, 4, 2, 8, 10);
   expect_spread(b);
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol, 0.0, labels_of(b)));
 }
 
 TEST(AttnPaged, MixedDecodeAndPrefillChunkInOneCall) {
@@ -317,7 +336,7 @@ TEST(AttnPaged, MixedDecodeAndPrefillChunkInOneCall) {
   Rng rng(423);
   const Batch b = make_batch(rng, {{28, 1}, {19, 13}}, 8, 4, 2, 8, 12);
   expect_spread(b);
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol, 0.0, labels_of(b)));
 }
 
 TEST(AttnPaged, ThreeSequencesWithPaddedBlockTable) {
@@ -326,7 +345,7 @@ TEST(AttnPaged, ThreeSequencesWithPaddedBlockTable) {
   const Batch b = make_batch(rng, {{44, 1}, {0, 7}, {16, 9}}, 8, 4, 2, 8, 16);
   ASSERT_EQ(b.meta.block_table.cols(), 6);
   expect_spread(b);
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol, 0.0, labels_of(b)));
 }
 /// [attn_tests]
 
@@ -338,7 +357,7 @@ TEST(AttnPaged, UnusedSlotsNeverEnterTheSoftmax) {
   const Batch b =
       make_batch(rng, {{20, 1}, {0, 11}, {9, 5}}, 16, 2, 2, 8, 8, pa::testing::kHugePoison);
   expect_spread(b);
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol, 0.0, labels_of(b)));
 }
 
 TEST(AttnPaged, GroupedQueryHeadsEightOverTwo) {
@@ -347,14 +366,14 @@ TEST(AttnPaged, GroupedQueryHeadsEightOverTwo) {
   Rng rng(4261);
   const Batch b = make_batch(rng, {{30, 1}, {5, 12}, {0, 6}}, 16, 8, 2, 16, 8);
   expect_spread(b);
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol, 0.0, labels_of(b)));
 }
 
 TEST(AttnPaged, MultiHeadFourOverFour) {
   Rng rng(427);
   const Batch b = make_batch(rng, {{0, 21}, {33, 1}, {12, 3}, {47, 1}}, 4, 4, 4, 8, 40);
   expect_spread(b);
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kExactTol, 0.0, labels_of(b)));
 }
 
 TEST(AttnPaged, OutputIsTokenMajor) {
@@ -398,7 +417,7 @@ TEST(AttnPaged, ScoresNearAThousandStayFinite) {
   // Scores of ~1000 carry ~1000x the absolute rounding of scores of ~1 and exp() passes it on
   // (~1e-13 on these outputs): 1e-9 leaves room for that and none for a wrong weight or a NaN.
   constexpr double kLargeScoreTol = 1e-9;
-  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kLargeScoreTol));
+  EXPECT_TRUE(AllClose(reference(b), run_attn(b), kLargeScoreTol, 0.0, labels_of(b)));
 }
 
 // ---- what the batch must never do ----------------------------------------------------------
@@ -411,7 +430,7 @@ TEST(NoLeakage, AnotherSequencesKvNeverReachesThisOne) {
   Batch b = make_batch(rng, {{25, 1}, {10, 14}, {0, 9}}, 8, 4, 2, 8, 16);
   expect_spread(b);
   const Mat before = run_attn(b);
-  ASSERT_TRUE(AllClose(reference(b), before, kExactTol));
+  ASSERT_TRUE(AllClose(reference(b), before, kExactTol, 0.0, labels_of(b)));
 
   const SeqStep& other = b.steps[1];
   for (int p = 0; p < other.num_cached + other.num_new; ++p) {
@@ -425,7 +444,8 @@ TEST(NoLeakage, AnotherSequencesKvNeverReachesThisOne) {
 
   for (int s : {0, 2}) {
     const int start = b.meta.cu_seqlens_q[s], len = b.meta.cu_seqlens_q[s + 1] - start;
-    EXPECT_TRUE(BitIdentical(before.middleRows(start, len), after.middleRows(start, len)))
+    EXPECT_TRUE(BitIdentical(before.middleRows(start, len), after.middleRows(start, len),
+                             pa::testing::Labels{{}, "before the rewrite", "after it"}))
         << "sequence " << s << " changed when only sequence 1's data did";
   }
 }
@@ -437,7 +457,7 @@ TEST(NoLeakage, LaterTokensNeverReachEarlierQueries) {
   Batch b = make_batch(rng, {{6, 1}, {20, 12}}, 8, 4, 2, 8, 12);
   expect_spread(b);
   const Mat before = run_attn(b);
-  ASSERT_TRUE(AllClose(reference(b), before, kExactTol));
+  ASSERT_TRUE(AllClose(reference(b), before, kExactTol, 0.0, labels_of(b)));
 
   const SeqStep& seq = b.steps[1];
   for (int p = 28; p < 32; ++p) {
@@ -447,7 +467,8 @@ TEST(NoLeakage, LaterTokensNeverReachEarlierQueries) {
   }
   const Mat after = run_attn(b);
   const int start = b.meta.cu_seqlens_q[1];
-  EXPECT_TRUE(BitIdentical(before.middleRows(start, 8), after.middleRows(start, 8)))
+  EXPECT_TRUE(BitIdentical(before.middleRows(start, 8), after.middleRows(start, 8),
+                           pa::testing::Labels{{}, "before the rewrite", "after it"}))
       << "a query saw a key at a later position";
   EXPECT_FALSE(BitIdentical(before.row(start + 11), after.row(start + 11)))
       << "the last query should see the rewritten keys";
@@ -495,7 +516,14 @@ TEST(ChunkedPrefill, ChunksOfSixteenEqualOnePrefillOfForty) {
                                                    k, v, block_size, num_heads, num_kv_heads);
     done += chunk;
   }
-  EXPECT_TRUE(AllClose(one_shot, chunked, kExactTol));
+  pa::testing::Labels rows;
+  rows.where = [head_dim](Eigen::Index row, Eigen::Index col) {
+    return "prompt token " + std::to_string(row) + ", head " + std::to_string(col / head_dim) +
+           ", dimension " + std::to_string(col % head_dim);
+  };
+  rows.expected = "one-shot prefill";
+  rows.actual = "chunked prefill (16 + 16 + 8)";
+  EXPECT_TRUE(AllClose(one_shot, chunked, kExactTol, 0.0, rows));
 
   Batch dense;  // the dense truth for the same 40 rows
   dense.num_heads = num_heads;
@@ -505,7 +533,8 @@ TEST(ChunkedPrefill, ChunksOfSixteenEqualOnePrefillOfForty) {
   dense.k = {k};
   dense.v = {v};
   dense.q = q;
-  EXPECT_TRUE(AllClose(reference(dense), chunked, kExactTol));
+  rows.expected = "reference";
+  EXPECT_TRUE(AllClose(reference(dense), chunked, kExactTol, 0.0, rows));
 }
 /// [chunk_test]
 

@@ -1,5 +1,4 @@
-/// \file
-/// Lab 03, given: the argument checks (the conventions chapter says what they promise).
+// Lab 03, given: the argument checks (the conventions chapter says what they promise).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,5 @@
-/// \file
-/// Lab 05, given: the argument checks (the conventions chapter says what they promise). They
-/// run on the host copies, before anything reaches a device.
+// Lab 05, given: the argument checks (the conventions chapter says what they promise). They
+// run on the host copies, before anything reaches a device.
 #pragma once
 
 #include <cstdint>

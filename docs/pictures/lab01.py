@@ -1,0 +1,74 @@
+"""Lab 01's pictures (labs/01-paged-gather/README.md)."""
+from svgfig import FREE, INK, MUTED, POISON, SIZE_SMALL, SIZE_TITLE, Figure, hue
+
+BLOCK_SIZE = 4
+SEQ_LEN = 10
+BLOCK_TABLE = [5, 2, 9]
+NUM_BLOCKS = 12
+EXAMPLE_TOKEN = 6
+
+
+def slots() -> Figure:
+    """Logical tokens -> block table -> the flat pool, with token 6 worked through."""
+    f = Figure(820, 330, "From a token's position to its cache row",
+               "The ten tokens of one sequence, its block table [5, 2, 9] and the pool of "
+               "twelve blocks of four rows; token 6 lands in row 10.")
+    # The sequence: one cell per token, coloured by its logical block.
+    tx, tw = 190, 44
+    f.text(10, 57, "logical tokens", size=SIZE_TITLE, weight="bold")
+    toks = f.grid(tx, 40, 1, SEQ_LEN, tw, 34,
+                  lambda r, c: (str(c), hue(c // BLOCK_SIZE)), size=12,
+                  col_labels=None)
+    f.text(tx + SEQ_LEN * tw + 10, 57, "t", size=12, fill=MUTED, italic=True)
+
+    # The block table: entry j under the middle of logical block j.
+    f.text(10, 134, "block_table", size=SIZE_TITLE, weight="bold", mono=True)
+    centres = []
+    for j, block in enumerate(BLOCK_TABLE):
+        first, last = j * BLOCK_SIZE, min(SEQ_LEN, (j + 1) * BLOCK_SIZE) - 1
+        cx = (toks.left(first) + toks.right(last)) / 2
+        centres.append(cx)
+        f.box(cx - 45, 120, 90, 28, f"[{j}] = {block}", fill=hue(j).fill, stroke=hue(j).ink,
+              rx=0, mono=True, size=12)
+        f.arrow(cx, toks.bottom(0), cx, 119, color=hue(j).ink)
+
+    # The pool: NUM_BLOCKS blocks of BLOCK_SIZE rows, drawn left to right.
+    px, cw = 26, 16
+    f.text(10, 186, "the pool", size=SIZE_TITLE, weight="bold")
+    holder = {}
+    for t in range(SEQ_LEN):
+        holder[BLOCK_TABLE[t // BLOCK_SIZE] * BLOCK_SIZE + t % BLOCK_SIZE] = t
+    last_block = BLOCK_TABLE[-1]
+
+    def cell(r, c):
+        if c in holder:
+            return str(holder[c]), hue(holder[c] // BLOCK_SIZE)
+        if c // BLOCK_SIZE == last_block:
+            return "×", POISON  # the unused tail of the last block
+        return "", FREE
+    pool = f.grid(px, 206, 1, NUM_BLOCKS * BLOCK_SIZE, cw, 28, cell, size=SIZE_SMALL)
+    for b in range(NUM_BLOCKS):
+        x0, x1 = pool.left(b * BLOCK_SIZE), pool.right(b * BLOCK_SIZE + BLOCK_SIZE - 1)
+        f.line(x0, 202, x0, 238, stroke=INK, sw=1)
+        f.text((x0 + x1) / 2, 250, f"block {b}", size=SIZE_SMALL, anchor="middle", fill=MUTED)
+    f.line(pool.right(NUM_BLOCKS * BLOCK_SIZE - 1), 202, pool.right(NUM_BLOCKS * BLOCK_SIZE - 1),
+           238, stroke=INK, sw=1)
+    for j, block in enumerate(BLOCK_TABLE):
+        target = (pool.left(block * BLOCK_SIZE) + pool.right(block * BLOCK_SIZE + 3)) / 2
+        f.arrow(centres[j], 148, target, 205, color=hue(j).ink)
+
+    # Token 6, worked through: outlined in the sequence and in the pool.
+    t = EXAMPLE_TOKEN
+    j, o = t // BLOCK_SIZE, t % BLOCK_SIZE
+    slot = BLOCK_TABLE[j] * BLOCK_SIZE + o
+    f.rect(toks.left(t), toks.top(0), tw, 34, stroke=INK, sw=2.5)
+    f.rect(pool.left(slot), pool.top(0), cw, 28, stroke=INK, sw=2.5)
+    f.text(10, 284, f"token {t}:  logical block ⌊{t} / {BLOCK_SIZE}⌋ = {j},  "
+           f"block_table[{j}] = {BLOCK_TABLE[j]},  offset {t} mod {BLOCK_SIZE} = {o}   →   "
+           f"slot {BLOCK_TABLE[j]} · {BLOCK_SIZE} + {o} = {slot}", size=12.5, mono=True)
+    f.text(10, 310, "Block b is rows 4b … 4b + 3 of the pool.  × the two unused rows of the last block: they hold no token of this "
+           "sequence; the tests fill them with NaN or 10⁶.", size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
+FIGURES = {"lab01_slots": slots}

@@ -1,0 +1,152 @@
+"""Lab 02's pictures (labs/02-online-softmax/README.md)."""
+import math
+
+from svgfig import (FREE, INK, MUTED, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
+                    Figure, hue)
+
+# The 13-token sequence of the tests: block size 4, table [3, 1, 7, 0].
+BLOCK_SIZE = 4
+SEQ_LEN = 13
+BLOCK_TABLE = [3, 1, 7, 0]
+NUM_BLOCKS = 8
+
+
+def stream() -> Figure:
+    f = Figure(820, 292, "One pass over the blocks, carrying (m, denom, acc)",
+               "The pool holds the 13 tokens in blocks 3, 1, 7 and 0; each logical block is "
+               "read once, in logical order, and folded into the running state.")
+    f.text(10, 14, "the pool (block_size 4): cells show the token each row holds",
+           size=SIZE_TITLE, weight="bold")
+    holder = {BLOCK_TABLE[t // BLOCK_SIZE] * BLOCK_SIZE + t % BLOCK_SIZE: t
+              for t in range(SEQ_LEN)}
+
+    def cell(r, c):
+        if c in holder:
+            return str(holder[c]), hue(holder[c] // BLOCK_SIZE)
+        if c // BLOCK_SIZE == BLOCK_TABLE[-1]:
+            return "×", POISON
+        return "", FREE
+    pool = f.grid(26, 34, 1, NUM_BLOCKS * BLOCK_SIZE, 24, 26, cell, size=SIZE_SMALL)
+    for b in range(NUM_BLOCKS + 1):
+        x = pool.left(b * BLOCK_SIZE) if b < NUM_BLOCKS else pool.right(NUM_BLOCKS * 4 - 1)
+        f.line(x, 30, x, 64, stroke=INK, sw=1)
+        if b < NUM_BLOCKS:
+            f.text(x + 48, 72, f"block {b}", size=SIZE_SMALL, anchor="middle", fill=MUTED)
+
+    # The state chain.
+    y, h = 150, 52
+    f.box(10, y, 96, h, ["m = −∞", "denom = 0", "acc = 0"], fill=STATE.fill, stroke=STATE.ink,
+          size=SIZE_SMALL, mono=True)
+    prev_right = 106
+    for j, block in enumerate(BLOCK_TABLE):
+        x = 132 + j * 148
+        first, last = j * BLOCK_SIZE, min(SEQ_LEN, (j + 1) * BLOCK_SIZE) - 1
+        f.box(x, y, 124, h, ["(m, denom, acc)", f"of tokens 0–{last}"], fill=STATE.fill,
+              stroke=STATE.ink, size=SIZE_SMALL)
+        f.arrow(prev_right, y + h / 2, x, y + h / 2, color=STATE.ink)
+        prev_right = x + 124
+        # The read: from the physical block down to the step that folds it in.
+        src = (pool.left(block * BLOCK_SIZE) + pool.right(block * BLOCK_SIZE + 3)) / 2
+        valid = last - first + 1
+        f.arrow(src, 66 + 12, x + 62, y - 1, color=hue(j).ink, dash="5 3")
+        f.text(x + 62, y + h + 14, f"+ logical block {j}", size=SIZE_SMALL, anchor="middle",
+               fill=hue(j).ink, weight="bold")
+        f.text(x + 62, y + h + 28, f"(block {block}, {valid} valid row{'s' if valid > 1 else ''})",
+               size=SIZE_SMALL, anchor="middle", fill=hue(j).ink)
+    f.box(724, y + 6, 86, h - 12, "acc / denom", fill="#ffffff", stroke=INK, size=SIZE_SMALL,
+          mono=True)
+    f.arrow(prev_right, y + h / 2, 724, y + h / 2, color=STATE.ink)
+    f.text(10, y + h + 64, "Each arrow between states is one update: a new maximum, corr for "
+           "the history, the block's weights p. The last block", size=SIZE_SMALL, fill=MUTED)
+    f.text(10, y + h + 80, "contributes one row; its other three rows (×) are never read. "
+           "Only the end divides.", size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
+# ---- a worked example of corr: two blocks of two keys, one value dimension --------------------
+
+BLOCKS = [([1.0, 2.0], [10.0, 20.0]), ([4.0, 0.0], [30.0, 40.0])]  # (scores, values) per block
+
+
+def _run(with_corr: bool = True):
+    """The recurrence over BLOCKS; returns per step (m, denom, acc, weights of the keys so far
+    relative to m, corr)."""
+    m, denom, acc, weights = -math.inf, 0.0, 0.0, []
+    steps = []
+    for scores, values in BLOCKS:
+        m_new = max(m, max(scores))
+        corr = 0.0 if m == -math.inf else math.exp(m - m_new)
+        if not with_corr:
+            corr = 1.0 if m != -math.inf else 0.0
+        p = [math.exp(s - m_new) for s in scores]
+        acc = corr * acc + sum(pi * v for pi, v in zip(p, values))
+        denom = corr * denom + sum(p)
+        weights = [w * corr for w in weights] + p
+        m = m_new
+        steps.append((m, denom, acc, list(weights), corr))
+    return steps
+
+
+def corr_example() -> Figure:
+    steps = _run()
+    wrong = _run(with_corr=False)[-1]
+    values = [v for _, vs in BLOCKS for v in vs]
+    scores = [s for ss, _ in BLOCKS for s in ss]
+    top = max(scores)
+    dense = sum(math.exp(s - top) * v for s, v in zip(scores, values)) / \
+        sum(math.exp(s - top) for s in scores)
+    m1, d1, a1, w1, _ = steps[0]
+    m2, d2, a2, w2, corr = steps[1]
+    out = a2 / d2
+
+    f = Figure(820, 372, "corr at work: two blocks of two keys",
+               "Bars are each key's weight relative to the running maximum; when block 2 "
+               "raises the maximum from 2 to 4, corr = e^(2-4) shrinks the history.")
+    base, scale, bar_w = 200, 120, 34
+    panels = [
+        (10, f"after block 1: s = ({BLOCKS[0][0][0]:g}, {BLOCKS[0][0][1]:g})", w1, None,
+         [f"m = {m1:g}", f"denom = {d1:.3f}", f"acc = {a1:.2f}"]),
+        (290, f"after block 2: s = ({BLOCKS[1][0][0]:g}, {BLOCKS[1][0][1]:g})", w2, w1,
+         [f"m = {m2:g}", f"denom = {corr:.3f}·{d1:.3f} + {sum(w2[2:]):.3f} = {d2:.3f}",
+          f"acc = {corr:.3f}·{a1:.2f} + {a2 - corr * a1:.2f} = {a2:.2f}"]),
+        (600, "the end: divide once", [w / d2 for w in w2], None,
+         [f"out = acc / denom = {out:.2f}", f"dense softmax: {dense:.2f}"]),
+    ]
+    for x, title, weights, ghosts, state in panels:
+        f.text(x, 16, title, size=SIZE, weight="bold")
+        f.line(x, base, x + 4 * (bar_w + 14), base, stroke=RULE)
+        f.line(x, base - scale, x + 4 * (bar_w + 14), base - scale, stroke=RULE, dash="2 3")
+        f.text(x + 4 * (bar_w + 14) + 4, base - scale, "1", size=SIZE_SMALL, fill=MUTED)
+        for k in range(4):
+            bx = x + 6 + k * (bar_w + 14)
+            block = k // 2
+            if k < len(weights):
+                h = weights[k] * scale
+                f.rect(bx, base - h, bar_w, h, fill=hue(block).fill, stroke=hue(block).ink, sw=1)
+                f.text(bx + bar_w / 2, base - h - 9, f"{weights[k]:.3f}", size=9.5,
+                       anchor="middle", mono=True)
+            if ghosts and k < len(ghosts):
+                h = ghosts[k] * scale
+                f.rect(bx, base - h, bar_w, h, stroke=hue(block).ink, sw=1, dash="3 2")
+            f.text(bx + bar_w / 2, base + 12, f"k{k + 1}", size=SIZE_SMALL, anchor="middle")
+            f.text(bx + bar_w / 2, base + 26, f"v={values[k]:g}", size=9.5, anchor="middle",
+                   fill=MUTED)
+        f.lines(x, base + 62, state, size=SIZE_SMALL, anchor="start", mono=True, gap=1.45)
+    # The rescale, between the first two panels.
+    f.arrow(208, 90, 284, 90, color=STATE.ink, sw=1.6)
+    f.text(246, 70, f"corr = e^(2−4)", size=SIZE_SMALL, anchor="middle", fill=STATE.ink,
+           weight="bold")
+    f.text(246, 108, f"= {corr:.3f}", size=SIZE_SMALL, anchor="middle", fill=STATE.ink,
+           weight="bold")
+    f.text(10, 318, "Dashed: the weights of k1 and k2 before block 2. They shrink by corr, "
+           "so every weight is again measured against the new maximum 4.", size=SIZE_SMALL,
+           fill=MUTED)
+    f.text(10, 336, f"Without corr the history keeps its old scale: denom = {wrong[1]:.3f}, "
+           f"acc = {wrong[2]:.2f}, out = {wrong[2] / wrong[1]:.2f} instead of {out:.2f},",
+           size=SIZE_SMALL, fill=MUTED)
+    f.text(10, 352, "pulled towards the early blocks' values 10 and 20: the signature of a "
+           "missing rescale.", size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
+FIGURES = {"lab02_stream": stream, "lab02_corr_example": corr_example}

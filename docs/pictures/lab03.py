@@ -1,0 +1,178 @@
+"""Lab 03's pictures (labs/03-flash-decoding/README.md)."""
+from svgfig import (INK, MUTED, RULE, SHARED, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, Figure,
+                    hue, PALETTE)
+
+
+def array_split(n: int, p: int) -> list[int]:
+    """numpy.array_split's sizes: the first n % p parts get one more."""
+    return [n // p + (1 if i < n % p else 0) for i in range(p)]
+
+
+NUM_KEYS, NUM_PARTITIONS, NUM_THREADS = 37, 10, 3
+
+
+def threads() -> Figure:
+    sizes = array_split(NUM_KEYS, NUM_PARTITIONS)
+    runs = array_split(NUM_PARTITIONS, NUM_THREADS)  # ranges per thread: 4, 3, 3
+    owner = [t for t, r in enumerate(runs) for _ in range(r)]
+    f = Figure(820, 372, "Partitions dealt to threads, folded in range order",
+               "37 keys in 10 ranges; thread 0 (the caller) computes ranges 0-3, thread 1 "
+               "ranges 4-6, thread 2 ranges 7-9; each writes its own slots; after the joins "
+               "the slots are merged left to right.")
+    kx, kw = 40, 20
+    f.text(10, 14, f"{NUM_KEYS} keys in {NUM_PARTITIONS} ranges (array_split: "
+           f"{', '.join(map(str, sizes))})", size=SIZE_TITLE, weight="bold")
+    key_owner = [i for i, s in enumerate(sizes) for _ in range(s)]
+    keys = f.grid(kx, 32, 1, NUM_KEYS, kw, 24,
+                  lambda r, c: ("", hue(owner[key_owner[c]])), size=SIZE_SMALL)
+    starts = [sum(sizes[:i]) for i in range(NUM_PARTITIONS)]
+    slot_w, slot_pitch = 66, 74
+    slot_y = 148
+    for i in range(NUM_PARTITIONS):
+        x0, x1 = keys.left(starts[i]), keys.right(starts[i] + sizes[i] - 1)
+        f.line(x0, 28, x0, 60, stroke=INK, sw=1.2)
+        f.text((x0 + x1) / 2, 44, f"P{i}", size=SIZE_SMALL, anchor="middle", weight="bold")
+        sx = kx + i * slot_pitch
+        f.arrow((x0 + x1) / 2, 58, sx + slot_w / 2, slot_y - 1, color=hue(owner[i]).ink)
+    f.line(keys.right(NUM_KEYS - 1), 28, keys.right(NUM_KEYS - 1), 60, stroke=INK, sw=1.2)
+    # The threads, as brackets over their runs of ranges.
+    first = 0
+    for t, r in enumerate(runs):
+        x0 = kx + first * slot_pitch
+        x1 = kx + (first + r - 1) * slot_pitch + slot_w
+        name = "thread 0 (the caller)" if t == 0 else f"thread {t}"
+        label = f"{name}: ranges {first}–{first + r - 1}"
+        f.rect((x0 + x1) / 2 - len(label) * 3.4, 80, len(label) * 6.8, 16, fill="#ffffff",
+               stroke=None)
+        f.path(f"M{x0},{104} L{x0},{98} L{x1},{98} L{x1},{104}", stroke=hue(t).ink, sw=1.5)
+        f.text((x0 + x1) / 2, 88, f"{name}: ranges {first}–{first + r - 1}", size=SIZE_SMALL,
+               anchor="middle", fill=hue(t).ink, weight="bold")
+        first += r
+    # The slots: one Partial per range, written only by the thread that owns the range.
+    f.text(10, slot_y - 14, "", size=SIZE_SMALL)
+    for i in range(NUM_PARTITIONS):
+        sx = kx + i * slot_pitch
+        f.box(sx, slot_y, slot_w, 36, [f"slot {i}", "(m, ℓ, a)"], fill=hue(owner[i]).fill,
+              stroke=hue(owner[i]).ink, size=SIZE_SMALL, rx=2)
+    f.text(10, slot_y + 56, "std::vector<Partial> slots(10), made before any thread starts: "
+           "no two threads write the same element, so no lock.", size=SIZE_SMALL, fill=MUTED)
+    # Every thread joined, then one left fold in range order.
+    join_y = slot_y + 76
+    f.line(kx - 10, join_y, kx + NUM_PARTITIONS * slot_pitch, join_y, stroke=RULE, sw=1.5,
+           dash="6 4")
+    f.text(kx + NUM_PARTITIONS * slot_pitch - 4, join_y - 9, "every thread joined",
+           size=SIZE_SMALL, anchor="end", fill=MUTED)
+    fold_y = join_y + 46
+    prev = None
+    for i in range(NUM_PARTITIONS):
+        cx = kx + i * slot_pitch + slot_w / 2
+        f.line(cx, slot_y + 36, cx, join_y, stroke=RULE, sw=1)
+        if i == 0:
+            f.arrow(cx, join_y, cx + slot_pitch - 13, fold_y, color=STATE.ink)
+            continue
+        f.rect(cx - 12, fold_y - 12, 24, 24, fill=STATE.fill, stroke=STATE.ink, rx=12)
+        f.text(cx, fold_y, "⊕", size=14, anchor="middle")
+        f.arrow(cx, join_y, cx, fold_y - 13, color=STATE.ink)
+        if prev is not None:
+            f.arrow(prev + 12, fold_y, cx - 13, fold_y, color=STATE.ink)
+        prev = cx
+    f.arrow(prev, fold_y + 12, prev, fold_y + 44, color=STATE.ink)
+    f.box(prev - 70, fold_y + 45, 94, 28, "a / ℓ, once", fill="#ffffff", stroke=INK,
+          size=SIZE_SMALL)
+    f.text(10, fold_y + 60, "((((P0 ⊕ P1) ⊕ P2) ⊕ …) ⊕ P9): the order depends on the ranges "
+           "only,", size=SIZE_SMALL, fill=MUTED)
+    f.text(10, fold_y + 76, "so 1, 2 or 8 threads give the same bits.", size=SIZE_SMALL,
+           fill=MUTED)
+    return f
+
+
+def cascade() -> Figure:
+    requests, prefix_w, suffix_w = 4, 200, 26
+    f = Figure(820, 310, "Cascade attention: one pass over the shared prefix",
+               "Four requests share a prefix; dense attention reads it once per request, the "
+               "cascade once for all, then merges each request's prefix and suffix states.")
+    f.text(10, 14, "dense: each request reads its whole context", size=SIZE_TITLE,
+           weight="bold")
+    f.text(430, 14, "cascade: the prefix once, the suffixes apart", size=SIZE_TITLE,
+           weight="bold")
+    y0, row = 44, 40
+    for r in range(requests):
+        y = y0 + r * row
+        f.text(10, y + 11, f"q{r}", size=SIZE, mono=True)
+        f.box(38, y, prefix_w, 22, "shared prefix, P rows", fill=SHARED.fill, stroke=SHARED.ink,
+              rx=0, size=SIZE_SMALL)
+        f.box(38 + prefix_w, y, suffix_w, 22, "", fill=hue(r if r < 3 else 6).fill,
+              stroke=hue(r if r < 3 else 6).ink, rx=0)
+        f.arrow(38 + prefix_w + suffix_w + 4, y + 11, 310, y + 11, color=MUTED)
+        f.text(316, y + 11, f"o{r}", size=SIZE, mono=True)
+    f.text(10, y0 + requests * row + 10, "R (P + S) key rows read", size=SIZE_SMALL,
+           fill=MUTED)
+
+    # The cascade: the prefix once, for every query; one suffix per request; a merge each.
+    px, py = 430, 44
+    f.box(px, py, prefix_w, 22, "shared prefix, P rows", fill=SHARED.fill, stroke=SHARED.ink,
+          rx=0, size=SIZE_SMALL)
+    f.text(px, py + 36, "one pass for q0 … q3 together", size=SIZE_SMALL, fill=SHARED.ink)
+    f.text(px, py + 50, "(a matrix product)", size=SIZE_SMALL, fill=SHARED.ink)
+    mx, ry, bx, bw, bus = 764, 120, 648, 90, 638
+    f.line(px + prefix_w, py + 11, bus, py + 11, stroke=SHARED.ink)
+    f.line(bus, py + 11, bus, ry + (requests - 1) * row - 8, stroke=SHARED.ink)
+    for r in range(requests):
+        yc = ry + r * row
+        h = hue(r if r < 3 else 6)
+        f.arrow(bus, yc - 8, bx - 1, yc - 8, color=SHARED.ink)
+        f.box(bx, yc - 15, bw, 14, f"q{r}'s prefix state", fill=SHARED.fill, stroke=SHARED.ink,
+              rx=0, size=9)
+        f.box(bx, yc + 1, bw, 14, f"suffix {r} state", fill=h.fill, stroke=h.ink, rx=0, size=9)
+        f.rect(mx - 12, yc - 12, 24, 24, fill=STATE.fill, stroke=STATE.ink, rx=12)
+        f.text(mx, yc, "⊕", size=14, anchor="middle")
+        f.arrow(bx + bw, yc - 8, mx - 12, yc - 3, color=SHARED.ink)
+        f.arrow(bx + bw, yc + 8, mx - 12, yc + 3, color=h.ink)
+        f.arrow(mx + 13, yc, mx + 34, yc, color=STATE.ink)
+        f.text(mx + 38, yc, f"o{r}", size=SIZE, mono=True)
+    f.text(430, y0 + requests * row + 10, "P + R S key rows read", size=SIZE_SMALL,
+           fill=MUTED)
+    f.text(10, 270, "The lab's benchmark: R = 8 requests, a 512-token prefix P and 64-token "
+           "suffixes S: 8 · 576 = 4608 rows against 512 + 8 · 64 = 1024,", size=SIZE_SMALL,
+           fill=MUTED)
+    f.text(10, 286, "4.5 times fewer. Each ⊕ is lab 03's merge of the request's prefix state "
+           "and suffix state.", size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
+def merge_tree() -> Figure:
+    sizes = array_split(10, 4)  # 3, 3, 2, 2
+    f = Figure(820, 250, "Ten keys in four partitions, merged as a tree",
+               "Each partition is summarised by attend_partial; pairs of summaries merge, the "
+               "root is divided once.")
+    leaf_w, gap, y_leaf = 150, 50, 20
+    xs = [40 + i * (leaf_w + gap) for i in range(4)]
+    start = 0
+    for i, n in enumerate(sizes):
+        f.box(xs[i], y_leaf, leaf_w, 52,
+              [f"keys {start}–{start + n - 1}", "attend_partial", f"(m{i}, ℓ{i}, a{i})"],
+              fill=hue(i).fill, stroke=hue(i).ink, size=SIZE_SMALL)
+        start += n
+    centre = [x + leaf_w / 2 for x in xs]
+    mids = [(centre[0] + centre[1]) / 2, (centre[2] + centre[3]) / 2]
+    y_mid, y_root = 120, 170
+    for k, m in enumerate(mids):
+        f.rect(m - 15, y_mid - 15, 30, 30, fill=STATE.fill, stroke=STATE.ink, rx=15)
+        f.text(m, y_mid, "⊕", size=16, anchor="middle")
+        for leaf in (2 * k, 2 * k + 1):
+            f.arrow(centre[leaf], y_leaf + 53, m + (-8 if leaf % 2 == 0 else 8), y_mid - 16,
+                    color=hue(leaf).ink)
+    root = (mids[0] + mids[1]) / 2
+    f.rect(root - 15, y_root - 15, 30, 30, fill=STATE.fill, stroke=STATE.ink, rx=15)
+    f.text(root, y_root, "⊕", size=16, anchor="middle")
+    for m in mids:
+        f.arrow(m, y_mid + 16, root + (-10 if m < root else 10), y_root - 16, color=STATE.ink)
+    f.arrow(root + 16, y_root, root + 90, y_root, color=STATE.ink)
+    f.box(root + 92, y_root - 16, 170, 32, "out = a / ℓ (the only division)", fill="#ffffff",
+          stroke=INK, size=SIZE_SMALL)
+    f.text(10, 226, "The leaves share nothing and can run in parallel; every inner node is a "
+           "merge, in any order and any bracketing.", size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
+FIGURES = {"lab03_threads": threads, "lab03_cascade": cascade, "lab03_merge_tree": merge_tree}

@@ -1,0 +1,227 @@
+"""Lab 04's pictures (labs/04-varlen-batch/README.md)."""
+from svgfig import (FREE, INK, MASKED, MUTED, REQUEST_A, REQUEST_B, RULE, SIZE, SIZE_SMALL,
+                    SIZE_TITLE, VISIBLE, Figure, hue)
+
+BLOCK_SIZE = 4
+# The mixed batch of the chapter's table: A decodes (6 cached + 1 new), B prefills a chunk
+# (5 cached + 6 new). Request -> (blocks, num_cached, num_new, hue).
+BATCH = {"A": ([4, 1], 6, 1, REQUEST_A), "B": ([0, 6, 3], 5, 6, REQUEST_B)}
+
+
+def slot_of(blocks: list[int], position: int) -> int:
+    return blocks[position // BLOCK_SIZE] * BLOCK_SIZE + position % BLOCK_SIZE
+
+
+# ---- the causal masks ---------------------------------------------------------------------------
+
+def masks() -> Figure:
+    cases = [  # (title, cached, new)
+        ("a fresh prefill: c = 0, n = 6", 0, 6),
+        ("a decode: c = 8, n = 1", 8, 1),
+        ("a chunk: c = 5, n = 4", 5, 4),
+    ]
+    f = Figure(820, 284, "Causal masks anchored bottom-right",
+               "Score matrices of n queries by L = c + n keys: query i sees key j when "
+               "j <= L - n + i.")
+    cw = 22
+    x = 36
+    for title, c, n in cases:
+        L = c + n
+        f.text(x - 26, 16, title, size=SIZE, weight="bold")
+
+        def cell(i, j, c=c, n=n, L=L):
+            return ("", VISIBLE) if j <= L - n + i else ("", MASKED)
+        g = f.grid(x, 58, n, L, cw, cw, cell, row_labels=[f"q{i}" for i in range(n)],
+                   col_labels=[str(j) for j in range(L)], stroke="#ffffff")
+        f.text(x + g.width / 2, 38, "keys j", size=SIZE_SMALL, anchor="middle", fill=MUTED)
+        if c:
+            f.brace(g.left(0), g.right(c - 1), g.bottom(n - 1) + 4, f"history: {c} keys")
+            if n > 1:
+                f.brace(g.left(c), g.right(L - 1), g.bottom(n - 1) + 4, "the chunk itself")
+        x += g.width + 80
+    f.legend(10, 226, [(VISIBLE, "attended"), (MASKED, "masked (−∞ before the softmax)")])
+    f.text(10, 252, "Query i sits at position L − n + i and sees keys 0 … L − n + i: the last "
+           "query always sees every key.", size=SIZE_SMALL, fill=MUTED)
+    f.text(10, 268, "A mask anchored top-left (j ≤ i) is right only for the fresh prefill; "
+           "is_causal = (n == L) only for the prefill and the decode.", size=SIZE_SMALL,
+           fill=MUTED)
+    return f
+
+
+# ---- the packed queries and what each request reads ---------------------------------------------
+
+def packed_q() -> Figure:
+    f = Figure(820, 290, "The packed batch: rows of q split by cu_seqlens_q",
+               "Seven new tokens packed into one matrix; cu_seqlens_q = [0, 1, 7] says which "
+               "rows are whose; seq_lens_kv = [7, 11] says how many keys each reads.")
+    qx, qy, rh, qw = 170, 56, 26, 130
+    f.text(qx + qw / 2, 22, "q  [total_new = 7, H · D]", size=SIZE, anchor="middle",
+           weight="bold", mono=True)
+    row = 0
+    cu = [0]
+    kx, kw = 440, 26
+    f.text(kx, 22, "keys each request reads (seq_lens_kv)", size=SIZE, weight="bold")
+    for s, (name, (blocks, cached, new, h)) in enumerate(BATCH.items()):
+        top = qy + row * rh
+        for i in range(new):
+            f.box(qx, qy + (row + i) * rh, qw, rh, f"{name}: position {cached + i}",
+                  fill=h.fill, stroke="#ffffff", rx=0, size=SIZE_SMALL, mono=True)
+        row += new
+        cu.append(row)
+        bottom = qy + row * rh
+        # The keys this request reads: its cached ones, then its new ones.
+        L = cached + new
+        ky = (top + bottom) / 2 - 13
+        for j in range(L):
+            fill = h.fill if j >= cached else "#ffffff"
+            f.rect(kx + j * kw, ky, kw, 26, fill=fill, stroke=h.ink, sw=1)
+            f.text(kx + j * kw + kw / 2, ky + 13, str(j), size=SIZE_SMALL, anchor="middle",
+                   mono=True)
+        f.text(kx, ky + 40, f"seq_lens_kv[{s}] = {L}: {cached} cached + {new} new "
+               f"(written by set_kv first)", size=SIZE_SMALL, fill=h.ink)
+        f.arrow(qx + qw + 8, (top + bottom) / 2, kx - 8, ky + 13, color=h.ink)
+    f.rect(qx, qy, qw, row * rh, stroke=INK, sw=1)
+    for s, at in enumerate(cu):
+        y = qy + at * rh
+        f.line(qx - 16, y, qx, y, stroke=INK, sw=1.5)
+        f.text(qx - 20, y, f"cu_seqlens_q[{s}] = {at}", size=SIZE_SMALL, anchor="end",
+               mono=True)
+    f.text(10, 276, "Request s owns rows cu_seqlens_q[s] … cu_seqlens_q[s+1] − 1 of q and of "
+           "the output: a prefix sum of the new tokens only.", size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
+# ---- one pool, two views ------------------------------------------------------------------------
+
+NUM_BLOCKS, H_KV, D = 4, 2, 3
+EXAMPLE_SLOT = 9
+
+
+def pool_views() -> Figure:
+    f = Figure(820, 356, "The flat view and the block view of one pool",
+               "The same 96 numbers seen as [num_slots, H_kv * D] and as "
+               "[num_blocks, block_size, H_kv, D]; slot 9 is row 1 of block 2 in both.")
+    width = H_KV * D
+    cw, ch = 20, 15
+    fx, fy = 86, 58
+    f.text(10, 14, "flat view: [num_slots = 16, H_kv · D = 6]", size=SIZE, weight="bold",
+           mono=True)
+    eb, eo = EXAMPLE_SLOT // BLOCK_SIZE, EXAMPLE_SLOT % BLOCK_SIZE
+
+    def flat(r, c):
+        return "", hue(r // BLOCK_SIZE)
+    col_labels = [f"{h}·{d}" for h in range(H_KV) for d in range(D)]
+    g = f.grid(fx, fy, NUM_BLOCKS * BLOCK_SIZE, width, cw, ch, flat,
+               row_labels=[f"slot {r}" for r in range(NUM_BLOCKS * BLOCK_SIZE)],
+               col_labels=col_labels, label_size=9.5)
+    f.text(fx + g.width / 2, 34, "column h·d = kv head h, dim d", size=9.5, anchor="middle",
+           fill=MUTED)
+    f.line(g.left(D), g.top(0), g.left(D), g.bottom(g.rows - 1), stroke=INK, sw=1.5)
+    f.rect(fx, g.top(EXAMPLE_SLOT), g.width, ch, stroke=INK, sw=2.5)
+    for b in range(NUM_BLOCKS):
+        f.vbrace(g.right(width - 1) + 4, g.top(b * BLOCK_SIZE) + 1,
+                 g.bottom(b * BLOCK_SIZE + BLOCK_SIZE - 1) - 1, f"block {b}")
+
+    # The block view: four tiles, [block_size, H_kv, D] each.
+    bx, by = 420, 58
+    f.text(bx - 20, 14, "block view: [4 blocks, 4 rows, H_kv = 2, D = 3]",
+           size=SIZE, weight="bold", mono=True)
+    tile_w = width * cw + 14
+    for b in range(NUM_BLOCKS):
+        tx = bx + (b % 2) * (tile_w + 60)
+        ty = by + (b // 2) * 120
+        f.text(tx + tile_w / 2, ty - 10, f"[{b}]  physical block {b}", size=SIZE_SMALL,
+               anchor="middle", fill=hue(b).ink, weight="bold")
+        for o in range(BLOCK_SIZE):
+            for h in range(H_KV):
+                for d in range(D):
+                    x = tx + h * (D * cw + 14) + d * cw
+                    y = ty + o * ch
+                    f.rect(x, y, cw, ch, fill=hue(b).fill, stroke="#ffffff", sw=1.5)
+            f.text(tx - 6, ty + (o + 0.5) * ch, f"[{o}]", size=9.5, anchor="end", fill=MUTED)
+        for h in range(H_KV):
+            f.text(tx + h * (D * cw + 14) + D * cw / 2, ty + BLOCK_SIZE * ch + 10, f"head {h}",
+                   size=9.5, anchor="middle", fill=MUTED)
+        if b == eb:
+            f.rect(tx, ty + eo * ch, tile_w, ch, stroke=INK, sw=2.5)
+            ex, ey = tx, ty + (eo + 0.5) * ch
+    f.arrow(g.right(width - 1) + 60, g.cy(EXAMPLE_SLOT), ex - 26, ey, color=INK, bend=1)
+    f.text(10, 318, f"slot {EXAMPLE_SLOT} = block {eb} · {BLOCK_SIZE} + row {eo}: the flat "
+           f"row {EXAMPLE_SLOT} is block_view[{eb}][{eo}], element (h, d) at offset "
+           f"(({eb} · {BLOCK_SIZE} + {eo}) · {H_KV} + h) · {D} + d in both.", size=SIZE_SMALL,
+           fill=MUTED)
+    f.text(10, 336, "A write indexes the flat view with slot numbers; indexing the block view "
+           "with them would pick block 9, not row 1 of block 2.", size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
+# ---- the step's write map and one request's read map ---------------------------------------------
+
+def write_read() -> Figure:
+    f = Figure(820, 390, "slot_mapping writes, block_table reads",
+               "The step's seven new rows are scattered into the pool through slot_mapping; "
+               "request B then reads its eleven keys through row 1 of block_table.")
+    num_blocks = 7
+    holder: dict[int, tuple[str, object, bool]] = {}
+    new_rows = []
+    for name, (blocks, cached, new, h) in BATCH.items():
+        for p in range(cached + new):
+            holder[slot_of(blocks, p)] = (f"{name}{p}", h, p >= cached)
+            if p >= cached:
+                new_rows.append((name, p, slot_of(blocks, p), h))
+    # The pool, one row per block.
+    px, py, cw, rh = 300, 60, 52, 30
+    f.text(px + 2 * cw, 22, "the pool (block_size 4)", size=SIZE, anchor="middle",
+           weight="bold")
+
+    def cell(b, o):
+        slot = b * BLOCK_SIZE + o
+        if slot in holder:
+            return holder[slot][0], holder[slot][1]
+        return "", FREE
+    pool = f.grid(px, py, num_blocks, BLOCK_SIZE, cw, rh, cell, size=SIZE_SMALL,
+                  col_labels=[f"row {o}" for o in range(BLOCK_SIZE)], label_size=9.5)
+    for b in range(num_blocks):
+        f.text(pool.right(BLOCK_SIZE - 1) + 8, pool.cy(b), f"block {b}", size=SIZE_SMALL,
+               fill=MUTED)
+    for slot, (_, _, new) in holder.items():
+        if new:
+            b, o = divmod(slot, BLOCK_SIZE)
+            f.rect(pool.left(o), pool.top(b), cw, rh, stroke=INK, sw=2.2)
+
+    # The step's new rows and their slots (the write map).
+    f.text(10, 22, "new K/V rows → slot_mapping", size=SIZE, weight="bold")
+    for i, (name, p, slot, h) in enumerate(new_rows):
+        y = py + i * 36
+        f.box(10, y, 150, 26, f"row {i}: {name} pos {p}", fill=h.fill, stroke=h.ink, rx=0,
+              size=SIZE_SMALL, mono=True)
+        f.box(172, y, 48, 26, str(slot), stroke=h.ink, rx=0, size=SIZE_SMALL, mono=True)
+        b, o = divmod(slot, BLOCK_SIZE)
+        f.arrow(220, y + 13, pool.left(0) - 2, pool.cy(b), color=h.ink, bend=1)
+    f.text(10, py + len(new_rows) * 36 + 8, "(written by set_kv, before attention)",
+           size=SIZE_SMALL, fill=MUTED)
+
+    # Request B's read: its table row, then its keys in logical order.
+    blocks, cached, new, h = BATCH["B"]
+    rx = 620
+    f.text(rx, 22, "B reads: block_table row 1", size=SIZE, weight="bold")
+    for j, b in enumerate(blocks):
+        y = py + 14 + j * 62
+        f.box(rx, y, 70, 26, f"[{j}] = {b}", fill=h.fill, stroke=h.ink, rx=0, size=SIZE_SMALL,
+              mono=True)
+        f.arrow(pool.right(BLOCK_SIZE - 1) + 54, pool.cy(b), rx - 2, y + 13, color=h.ink,
+                dash="5 3", bend=1)
+        first, last = j * BLOCK_SIZE, min(cached + new, (j + 1) * BLOCK_SIZE) - 1
+        f.text(rx + 78, y + 13, f"keys {first}–{last}", size=SIZE_SMALL, fill=h.ink)
+    f.text(rx, py + 14 + 3 * 62 + 4, "seq_lens_kv[1] = 11:", size=SIZE_SMALL, fill=MUTED)
+    f.text(rx, py + 14 + 3 * 62 + 20, "block 3's row 3 is not read", size=SIZE_SMALL,
+           fill=MUTED)
+    f.legend(10, 372, [(REQUEST_A, "request A"), (REQUEST_B, "request B"),
+                       (FREE, "free")])
+    f.rect(300, 366, 12, 12, stroke=INK, sw=2.2)
+    f.text(317, 372, "written this step", size=SIZE_SMALL)
+    return f
+
+
+FIGURES = {"lab04_masks": masks, "lab04_packed_q": packed_q, "lab04_pool_views": pool_views,
+           "lab04_write_read": write_read}

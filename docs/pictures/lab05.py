@@ -1,0 +1,418 @@
+"""Lab 05's pictures (labs/05-cuda-paged-v1/README.md): the thread block as a map from threads
+to data, the kernel as a timeline of its barriers and shared memory, the XOR butterflies, and
+the H100 measurements (docs/figures/gpu/)."""
+import json
+from pathlib import Path
+
+from svgfig import (INK, MUTED, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS, Figure, Hue,
+                    hue, mix)
+
+# The case every picture draws: float16, block_size 16, head_size 128.
+WARP_SIZE, NUM_THREADS = 32, 128
+NUM_WARPS = NUM_THREADS // WARP_SIZE
+BLOCK_SIZE, HEAD_SIZE, ELEM_BYTES = 16, 128, 2
+G = max(WARP_SIZE // BLOCK_SIZE, 1)                  # THREAD_GROUP_SIZE
+VEC_SIZE = max(16 // (G * ELEM_BYTES), 1)           # elements per thread per step
+X = 16 // ELEM_BYTES                                # the key cache's innermost extent
+NUM_CHUNKS = HEAD_SIZE // X
+GPU_DATA = Path(__file__).resolve().parent.parent / "figures" / "gpu"
+
+
+def rank_fill(h: Hue, rank: int) -> str:
+    """Rank 0 of a thread group in the hue's fill, rank 1 a shade darker."""
+    return h.fill if rank == 0 else mix(h.fill, h.ink, 0.35)
+
+
+# ---- the thread block as a map from threads to data ---------------------------------------------
+
+def thread_map() -> Figure:
+    f = Figure(820, 462, "Who reads what in the q·k phase",
+               "float16, block_size 16, head_size 128: 128 threads in 4 warps; warp w takes "
+               "logical blocks w, w+4, ...; thread group g (2 threads) takes token g of each; "
+               "rank r reads the r-th 8 bytes of every 16-byte chunk of that token's key.")
+    # 1. The threads.
+    f.text(10, 14, f"1. The thread block: {NUM_THREADS} threads = {NUM_WARPS} warps × 32 lanes; "
+           f"thread group g = lanes 2g, 2g + 1 (G = {G})", size=SIZE, weight="bold")
+    cw, ch = 20, 18
+    gx, gy = 72, 30
+
+    def thread_cell(w, lane):
+        return str(w * WARP_SIZE + lane), rank_fill(WARPS[w], lane % G)
+    g = f.grid(gx, gy, NUM_WARPS, WARP_SIZE, cw, ch, thread_cell, size=8.5,
+               row_labels=[f"warp {w}" for w in range(NUM_WARPS)])
+    for k in range(WARP_SIZE // G + 1):
+        x = g.left(k * G) if k < WARP_SIZE // G else g.right(WARP_SIZE - 1)
+        f.line(x, gy, x, g.bottom(NUM_WARPS - 1), stroke=INK, sw=0.8)
+    for k in range(WARP_SIZE // G):
+        f.text((g.left(k * G) + g.right(k * G + G - 1)) / 2, g.bottom(NUM_WARPS - 1) + 9,
+               f"g{k}", size=8.5, anchor="middle", fill=MUTED)
+    f.text(gx + g.width + 8, gy + 9, "light: rank 0", size=9, fill=MUTED)
+    f.text(gx + g.width + 8, gy + 23, "dark: rank 1", size=9, fill=MUTED)
+
+    # 2. Warps to logical blocks.
+    y2 = 140
+    f.text(10, y2, "2. Warp w takes the logical blocks w, w + 4, w + 8, … of the sequence "
+           "(here 12 blocks, 180 tokens)", size=SIZE, weight="bold")
+    bw = 56
+    blocks = f.grid(72, y2 + 16, 1, 12, bw, 26,
+                    lambda r, j: ([f"block {j}"], WARPS[j % NUM_WARPS]), size=SIZE_SMALL,
+                    mono=False)
+    for j in range(12):
+        f.text(blocks.cx(j), y2 + 54, f"warp {j % NUM_WARPS}", size=9, anchor="middle",
+               fill=WARPS[j % NUM_WARPS].ink)
+    f.text(72 + 12 * bw + 8, y2 + 29, "…", size=SIZE)
+
+    # 3. Inside one block: tokens to groups, 16-byte chunks to ranks.
+    y3 = 232
+    f.text(10, y3, f"3. Inside a block of warp 0: group g reads token g; rank r reads bytes "
+           f"8r … 8r + 7 of every 16-byte chunk (x = {X})", size=SIZE, weight="bold")
+    f.text(10, y3 + 16, "key_cache[block, kv_head, chunk i, token, 0 … 7]: each row below is "
+           f"one chunk index i across the {BLOCK_SIZE} tokens, {BLOCK_SIZE * 16} contiguous "
+           "bytes", size=SIZE_SMALL, fill=MUTED)
+    shown = [0, 1, 2, None, NUM_CHUNKS - 1]  # None: the rows left out
+    hw = 19  # one rank's half of a token's chunk
+
+    def chunk_cell(r, c):
+        i = shown[r]
+        token, rank = divmod(c, G)
+        if i is None:
+            return "⋮", "#ffffff"
+        return f"T{token * G + rank}", rank_fill(hue(token), rank)
+    kx, ky = 130, y3 + 50
+    grid = f.grid(kx, ky, len(shown), BLOCK_SIZE * G, hw, 22, chunk_cell, size=8,
+                  col_labels=None)
+    for t in range(BLOCK_SIZE):
+        f.text((grid.left(t * G) + grid.right(t * G + G - 1)) / 2, ky - 9, f"token {t}"
+               if t == 0 else str(t), size=8.5, anchor="middle", fill=MUTED)
+        f.line(grid.left(t * G), ky, grid.left(t * G), grid.bottom(len(shown) - 1), stroke=INK,
+               sw=0.8)
+    for r, i in enumerate(shown):
+        label = "⋮" if i is None else f"chunk {i}: d {i * X}–{i * X + X - 1}"
+        f.text(kx - 6, grid.cy(r), label, size=9.5, anchor="end", fill=MUTED)
+    f.vbrace(grid.right(BLOCK_SIZE * G - 1) + 3, grid.top(0) + 1, grid.bottom(0) - 1,
+             ["one load:", "vec 0 of", "32 lanes"])
+    foot = grid.bottom(len(shown) - 1) + 22
+    f.text(10, foot, f"Thread T{2 * 5 + 1} = group 5, rank 1: its vec i is key_cache[block, "
+           f"kv_head, i, 5, 4 : 8] (d = 8i + 4 … 8i + 7), for i = 0 … {NUM_CHUNKS - 1}; it "
+           f"multiplies them", size=SIZE_SMALL)
+    f.text(10, foot + 16, "with q_vecs[1][i], the same slices of q. Vec i of all 32 lanes is "
+           f"one coalesced {BLOCK_SIZE * 16}-byte load; the group's butterfly then adds "
+           "its two partial dot products.", size=SIZE_SMALL)
+    f.text(10, foot + 34, "The groups drawn are warp 0's; in warp w, group g is threads "
+           "32w + 2g and 32w + 2g + 1, and reads token g of blocks w, w + 4, …", size=SIZE_SMALL,
+           fill=MUTED)
+    return f
+
+
+# ---- the two cache layouts ------------------------------------------------------------------------
+
+def key_cache() -> Figure:
+    f = Figure(820, 290, "One (block, kv head) slice of the key cache",
+               "float16, block_size 16, head_size 128: rows are chunks of 8 dimensions, each "
+               "one 16-byte cell per token; the two threads of a token's group read its halves.")
+    tokens = [0, 1, None, BLOCK_SIZE - 1]    # None: the tokens left out
+    chunks = [0, 1, None, NUM_CHUNKS - 1]
+    hw, ch, x0, y0 = 70, 26, 190, 110
+    f.text(10, 14, "key_cache[block, kv_head]:  [head_size / x = 16, block_size = 16, x = 8]",
+           size=SIZE, weight="bold", mono=True)
+    col = x0
+    for t in tokens:
+        if t is None:
+            f.text(col + 15, y0 - 12, "…", size=SIZE, anchor="middle")
+            for r in range(len(chunks)):
+                f.text(col + 15, y0 + (r + 0.5) * ch, "…", size=SIZE, anchor="middle")
+            col += 30
+            continue
+        f.text(col + hw, y0 - 12, f"token {t}", size=SIZE_SMALL, anchor="middle",
+               weight="bold")
+        for r, i in enumerate(chunks):
+            for rank in range(G):
+                x = col + rank * hw
+                y = y0 + r * ch
+                if i is None:
+                    f.rect(x, y, hw, ch, fill="#ffffff", stroke=RULE, sw=0.8)
+                    f.text(x + hw / 2, y + ch / 2, "⋮", size=SIZE_SMALL, anchor="middle")
+                    continue
+                first = i * X + rank * VEC_SIZE
+                f.rect(x, y, hw, ch, fill=rank_fill(hue(t), rank), stroke="#ffffff", sw=1.5)
+                f.text(x + hw / 2, y + ch / 2, f"d {first}–{first + VEC_SIZE - 1}", size=9.5,
+                       anchor="middle", mono=True)
+        f.rect(col, y0, G * hw, len(chunks) * ch, stroke=INK, sw=1)
+        for rank in range(G):
+            f.text(col + (rank + 0.5) * hw, y0 + len(chunks) * ch + 12, f"rank {rank}", size=9.5,
+                   anchor="middle", fill=MUTED)
+        # The thread group that reads this token.
+        f.box(col + 10, 32, G * hw - 20, 34, [f"thread group {t}", f"threads {G * t}, {G * t + 1}"],
+              fill=hue(t).fill, stroke=hue(t).ink, size=9.5)
+        f.arrow(col + G * hw / 2, 67, col + G * hw / 2, y0 - 22, color=hue(t).ink)
+        col += G * hw + 12
+    for r, i in enumerate(chunks):
+        label = "⋮" if i is None else f"chunk {i}: d {i * X}–{i * X + X - 1}"
+        f.text(x0 - 8, y0 + (r + 0.5) * ch, label, size=SIZE_SMALL, anchor="end", fill=MUTED)
+    f.vbrace(col - 6, y0 + 1, y0 + ch - 1, ["one row:", "16 tokens × 16 B,", "contiguous"])
+    f.text(10, 258, "A chunk is x = 16 bytes / 2 = 8 dimensions of one token: one 16-byte load. "
+           "The chunk index comes before the token,", size=SIZE_SMALL, fill=MUTED)
+    f.text(10, 274, "so chunk i of all 16 tokens lies side by side: the warp's load of vec i "
+           "reads one contiguous 256-byte row.", size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
+def value_cache() -> Figure:
+    f = Figure(820, 300, "One (block, kv head) slice of the value cache",
+               "float16, block_size 16, head_size 128: rows are dimensions, columns tokens; "
+               "each lane reads 8 tokens of one dimension in one 16-byte load.")
+    f.text(10, 14, "value_cache[block, kv_head]:  [head_size = 128, block_size = 16]", size=SIZE,
+           weight="bold", mono=True)
+    rows = [(0, 0), (1, 0), (2, 0), None, (15, 0), (16, 1), None, (127, 7)]  # (d, pass)
+    v_vec = 16 // ELEM_BYTES
+    lanes_per_row = BLOCK_SIZE // v_vec
+    x0, y0, cw, ch = 170, 56, 200, 24
+    for c in range(lanes_per_row):
+        f.text(x0 + (c + 0.5) * cw, y0 - 12, f"tokens {c * v_vec}–{c * v_vec + v_vec - 1}",
+               size=SIZE_SMALL, anchor="middle", weight="bold")
+    for r, row in enumerate(rows):
+        y = y0 + r * ch
+        if row is None:
+            f.text(x0 - 8, y + ch / 2, "⋮", size=SIZE_SMALL, anchor="end", fill=MUTED)
+            for c in range(lanes_per_row):
+                f.rect(x0 + c * cw, y, cw, ch, fill="#ffffff", stroke=RULE, sw=0.8)
+                f.text(x0 + (c + 0.5) * cw, y + ch / 2, "⋮", size=SIZE_SMALL, anchor="middle")
+            continue
+        d, pass_ = row
+        f.text(x0 - 8, y + ch / 2, f"d {d}", size=SIZE_SMALL, anchor="end", fill=MUTED)
+        for c in range(lanes_per_row):
+            lane = (d % (WARP_SIZE // lanes_per_row)) * lanes_per_row + c
+            f.rect(x0 + c * cw, y, cw, ch, fill=rank_fill(hue(lane // 2), lane % 2),
+                   stroke="#ffffff", sw=1.5)
+            f.text(x0 + (c + 0.5) * cw, y + ch / 2, f"lane {lane}, pass {pass_ + 1}", size=9.5,
+                   anchor="middle", mono=True)
+    f.rect(x0, y0, lanes_per_row * cw, len(rows) * ch, stroke=INK, sw=1)
+    f.vbrace(x0 + lanes_per_row * cw + 4, y0 + 1, y0 + 5 * ch - 1,
+             ["pass 1: 32 lanes,", "16 rows"])
+    f.lines(600, y0 + 6 * ch + 20, ["8 passes cover", "the 128 rows"], size=SIZE_SMALL,
+            anchor="start", fill=MUTED)
+    f.text(10, 270, "A row is one dimension across the block's tokens: 16 bytes hold 8 tokens' "
+           "values of dimension d, multiplied with those tokens' probabilities", size=SIZE_SMALL,
+           fill=MUTED)
+    f.text(10, 286, "into one accumulator. Two lanes share a row, a warp covers 16 rows per pass.",
+           size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
+# ---- the kernel as a timeline -------------------------------------------------------------------
+
+# (what the threads do, {shared-memory region: what it holds}) per phase; BARRIERS says, for
+# the gap after each phase, whether a barrier is there and why. Regions: q (q_vecs), l (the
+# dynamic shared memory: logits, later out_smem), m (red_smem[0..3]), s (red_smem[4..7]).
+PHASES = [
+    (["Step 1: each thread loads its 16-byte pieces of q"], {"q": "q (written)"}),
+    (["Step 2: q·k — warp w over blocks w, w+4, …; group butterfly;",
+      "rank 0 writes logits[t] and keeps a running max"], {"q": "q (read)", "l": "s_t (written)"}),
+    (["Step 3: max inside each warp (butterfly, masks 16 … G);",
+      "lane 0 writes red_smem[w]"], {"q": "q", "l": "s_t", "m": "warp maxima"}),
+    (["cross-warp max → qk_max in every lane; Step 4:",
+      "logits[t] = e^(s_t − qk_max); warp sums → red_smem[4 + w]"],
+     {"q": "q", "l": "e^(s_t − m)", "m": "(read)", "s": "warp sums"}),
+    (["cross-warp sum → exp_sum; logits[t] /= exp_sum"],
+     {"q": "q", "l": "p_t (written)", "s": "(read)"}),
+    (["Step 5: accs += p · V over the warp's blocks;",
+      "Step 6: fold the lanes that share a V row"], {"q": "q", "l": "p_t (read)"}),
+    (["tree, round 1: warps 2 and 3 write their rows"], {"q": "q", "l": "out_smem: warps 2, 3"}),
+    (["warps 0 and 1 add them"], {"q": "q", "l": "(read)"}),
+    (["tree, round 2: warp 1 writes its rows"], {"q": "q", "l": "out_smem: warp 1"}),
+    (["warp 0 adds them"], {"q": "q", "l": "(read)"}),
+    (["Step 7: warp 0 writes out[seq, head, :]"], {"q": "q"}),
+]
+BARRIERS = [  # after each phase but the last; None: no barrier there
+    "every thread reads all of q_vecs",
+    None,
+    "red_smem[0..3] and every warp's logits visible",
+    "red_smem[4..7] visible (inside block_sum)",
+    "the V loop reads probabilities other warps wrote",
+    "all warps done with the logits: their bytes become out_smem",
+    "warps 2, 3's rows written",
+    "warps 0, 1 done reading them",
+    "warp 1's rows written",
+    "warp 0 done reading",
+]
+REGIONS = [("q", "q_vecs", 64, STATE), ("l", "logits → out_smem", 150, WARPS[0]),
+           ("m", "red_smem[0..3]", 80, WARPS[2]), ("s", "red_smem[4..7]", 80, WARPS[3])]
+
+
+def timeline() -> Figure:
+    row_h, bar_h = 34, 20
+    top = 58
+    height = top + len(PHASES) * row_h + sum(1 for b in BARRIERS if b) * bar_h + 50
+    f = Figure(820, height, "The kernel as a timeline",
+               "Top to bottom: each phase of paged_attention_v1, the nine __syncthreads() "
+               "between them and why each is there, and what shared memory holds meanwhile.")
+    f.text(10, 16, "what the 128 threads do", size=SIZE_TITLE, weight="bold")
+    f.text(420, 16, "what shared memory holds", size=SIZE_TITLE, weight="bold")
+    x = 420
+    xs = {}
+    for key, name, w, h in REGIONS:
+        xs[key] = (x, w, h)
+        f.text(x + w / 2, 42, name, size=9.5, anchor="middle", mono=True, fill=h.ink)
+        x += w + 6
+    y = top
+    barrier = 0
+    for i, (rows, holds) in enumerate(PHASES):
+        f.lines(14, y + row_h / 2, rows, size=SIZE_SMALL, anchor="start")
+        for key, (rx, w, h) in xs.items():
+            if key in holds:
+                fill = h.fill if "read" not in holds[key] or holds[key].startswith("q") else \
+                    mix(h.fill, "#ffffff", 0.5)
+                f.rect(rx, y + 4, w, row_h - 8, fill=fill, stroke=h.ink, sw=1)
+                f.text(rx + w / 2, y + row_h / 2, holds[key], size=9, anchor="middle")
+            else:
+                f.rect(rx, y + 4, w, row_h - 8, fill="#ffffff", stroke=RULE, sw=0.8,
+                       dash="3 3")
+        y += row_h
+        if i < len(BARRIERS) and BARRIERS[i]:
+            f.line(10, y + bar_h / 2, 810, y + bar_h / 2, stroke="#c0392b", sw=1.6, dash="7 4")
+            label = f"__syncthreads() {barrier + 1}: {BARRIERS[i]}"
+            f.rect(20, y + 2, len(label) * 5.6 + 10, bar_h - 4, fill="#ffffff", stroke=None)
+            f.text(25, y + bar_h / 2, label, size=9.5, fill="#c0392b", mono=True)
+            barrier += 1
+            y += bar_h
+    f.text(10, y + 20, "The logits need 4 bytes per token of the longest sequence; from barrier "
+           "5 on the same bytes hold the cross-warp output tree (2 × 128 floats).",
+           size=SIZE_SMALL, fill=MUTED)
+    f.text(10, y + 36, "Max and sum use different halves of red_smem, so no barrier is needed "
+           "between the two reductions.", size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
+# ---- the XOR butterflies --------------------------------------------------------------------------
+
+def butterfly() -> Figure:
+    f = Figure(820, 530, "XOR butterflies",
+               "Left: the four threads of a group (block size 8, float32) add their partial dot "
+               "products in two shuffles. Bottom: the 32 lanes of a warp in five.")
+    # The group: lanes 0..3, masks 2 then 1.
+    f.text(10, 14, "Inside a thread group (G = 4): masks 2, 1", size=SIZE, weight="bold")
+    lanes = 4
+    xs = [40 + 62 * l for l in range(lanes)]
+    ys = [60, 130, 200]
+    values = [[f"s{l}" for l in range(lanes)],
+              [f"s{l}+s{l ^ 2}" if l < 2 else f"s{l ^ 2}+s{l}" for l in range(lanes)],
+              ["Σ s" for _ in range(lanes)]]
+    for step, mask in enumerate([2, 1]):
+        for l in range(lanes):
+            f.line(xs[l ^ mask], ys[step] + 14, xs[l], ys[step + 1] - 14, stroke=hue(step).ink,
+                   sw=1.2, arrow=True)
+            f.line(xs[l], ys[step] + 14, xs[l], ys[step + 1] - 14, stroke=RULE, sw=1)
+        f.text(xs[-1] + 36, (ys[step] + ys[step + 1]) / 2, f"mask {mask}", size=SIZE_SMALL,
+               fill=hue(step).ink, weight="bold")
+    for row, y in enumerate(ys):
+        for l in range(lanes):
+            f.box(xs[l] - 27, y - 13, 54, 26, values[row][l], fill=STATE.fill if row == 2 else
+                  "#ffffff", stroke=INK, size=10, mono=True)
+    for l in range(lanes):
+        f.text(xs[l], 34, f"lane {l}", size=SIZE_SMALL, anchor="middle", fill=MUTED)
+    notes = ["qk += __shfl_xor_sync(FULL_MASK, qk, mask):",
+             "every lane adds the value of the lane whose",
+             "index differs in the mask's one bit. After",
+             "log2 G steps every member holds the whole",
+             "dot product: no shared memory, no barrier."]
+    f.lines(340, 110, notes, size=SIZE_SMALL, anchor="start", gap=1.45)
+
+    # The warp: 32 lanes, masks 16 .. 1.
+    top = 262
+    f.text(10, top - 10, "Across a warp: masks 16, 8, 4, 2, 1 (the sum); the max stops after "
+           "mask G", size=SIZE, weight="bold")
+    lx = [80 + 20 * l for l in range(WARP_SIZE)]
+    masks = [16, 8, 4, 2, 1]
+    rows = [top + 24 + 34 * k for k in range(len(masks) + 1)]
+    # Lane 0's inputs: at step k it receives the lane that differs in bit `mask`; the lanes whose
+    # values reach lane 0 by then double at every step.
+    for k, mask in enumerate(masks):
+        for l in range(WARP_SIZE):
+            f.line(lx[l ^ mask], rows[k], lx[l], rows[k + 1], stroke=mix(hue(k).ink, "#ffffff",
+                   0.45), sw=0.8)
+            f.line(lx[l], rows[k], lx[l], rows[k + 1], stroke=RULE, sw=0.6)
+        f.line(lx[mask], rows[k], lx[0], rows[k + 1], stroke=INK, sw=2, arrow=True)
+        f.line(lx[0], rows[k], lx[0], rows[k + 1], stroke=INK, sw=2)
+        f.text(10, (rows[k] + rows[k + 1]) / 2, f"mask {mask}", size=SIZE_SMALL,
+               fill=hue(k).ink, weight="bold")
+    for k, y in enumerate(rows):
+        for l in range(WARP_SIZE):
+            leader = k == len(masks) - 1 and l % 2 == 0
+            f.rect(lx[l] - 4, y - 4, 8, 8, fill=STATE.ink if leader or k == len(masks) else
+                   "#ffffff", stroke=INK, sw=0.8, rx=4)
+    for l in range(0, WARP_SIZE, 4):
+        f.text(lx[l], rows[0] - 12, f"lane {l}" if l == 0 else str(l), size=9, anchor="middle",
+               fill=MUTED)
+    f.vbrace(lx[-1] + 10, rows[-2] - 4, rows[-2] + 4, ["the max ends", "here for G = 2"])
+    f.vbrace(lx[-1] + 10, rows[-1] - 4, rows[-1] + 4, ["the sum ends", "here"])
+    f.text(10, rows[-1] + 26, "Bold: the five values lane 0 receives, which between them "
+           "carry all 32 lanes. Filled: lanes that hold the warp's result.", size=SIZE_SMALL,
+           fill=MUTED)
+    f.text(10, rows[-1] + 42, "The max skips the masks below G (they would fold a group into "
+           "itself): after mask G the group leaders (rank 0, lane 0 among them) hold the",
+           size=SIZE_SMALL, fill=MUTED)
+    f.text(10, rows[-1] + 58, "warp's maximum and the other lanes −FLT_MAX. The sum runs to "
+           "mask 1, and every lane ends with the warp's sum. Either way lane 0 passes it on.",
+           size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
+# ---- the H100 measurements ------------------------------------------------------------------------
+
+def _gpu_data():
+    bench = json.loads((GPU_DATA / "h100-lab05_bench-2026-11-22.json").read_text())
+    v1, copy = {}, {}
+    for b in bench["benchmarks"]:
+        shape = (int(b["seqs"]), int(b["tokens"]), int(b["heads"]), int(b["kv_heads"]))
+        gbps = b["bytes_per_second"] / 1e9
+        (v1 if b["name"].startswith("BM_GpuPagedAttentionV1") else copy)[shape] = gbps
+    torch = {}
+    for line in (GPU_DATA / "h100-torch-sdpa-2026-11-22.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        seqs_tokens, heads = row["shape"].split()
+        seqs, tokens = map(int, seqs_tokens.split("x"))
+        h, kv = map(int, heads.split("/"))
+        torch[(seqs, tokens, h, kv)] = row
+    return v1, copy, torch
+
+
+def gpu() -> Figure:
+    v1, copy, torch = _gpu_data()
+    order = sorted(v1, key=lambda s: -v1[s])
+    f = Figure(820, 88 + 44 * len(order), "paged_attention_v1 on an H100",
+               "GB/s of K and V each call must read, for seven decode batches (float16, head "
+               "size 128, block size 16), against FlashAttention through PyTorch and a plain "
+               "read of the same bytes.")
+    x0, scale = 250, 540 / 3200
+    f.text(10, 14, "GB/s of K and V (H100 80GB HBM3, L2 flushed before each call)", size=SIZE,
+           weight="bold")
+    for gb in range(0, 3201, 500):
+        x = x0 + gb * scale
+        f.line(x, 34, x, 44 + 44 * len(order), stroke=RULE, sw=0.6, dash="2 3")
+        f.text(x, 28, str(gb), size=9, anchor="middle", fill=MUTED)
+    for i, shape in enumerate(order):
+        seqs, tokens, heads, kv = shape
+        y = 44 + 44 * i
+        f.text(10, y + 10, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
+        f.text(10, y + 25, f"grid: {heads * seqs:,} thread blocks", size=9.5, fill=MUTED)
+        f.rect(x0, y + 2, v1[shape] * scale, 14, fill=WARPS[0].fill, stroke=WARPS[0].ink, sw=1)
+        f.text(x0 + v1[shape] * scale + 5, y + 9, f"{v1[shape]:,.0f}", size=9.5,
+               fill=WARPS[0].ink, weight="bold")
+        row = torch.get(shape)
+        if row:
+            flash = row["sdpa_flash_GBps"]
+            f.rect(x0, y + 19, flash * scale, 12, fill=WARPS[2].fill, stroke=WARPS[2].ink, sw=1)
+            f.text(x0 + flash * scale + 5, y + 25, f"{flash:,.0f}", size=9.5, fill=WARPS[2].ink)
+            read = row["read_sum_GBps"]
+            f.line(x0 + read * scale, y, x0 + read * scale, y + 34, stroke=INK, sw=2)
+    y = 60 + 44 * len(order)
+    end = f.legend(10, y, [(WARPS[0], "lab 05's v1 kernel (lab05_bench)"),
+                           (WARPS[2], "FlashAttention via PyTorch SDPA, contiguous cache")])
+    f.line(end, y - 7, end, y + 7, stroke=INK, sw=2)
+    f.text(end + 6, y, "a plain read of the same bytes", size=SIZE_SMALL)
+    return f
+
+
+FIGURES = {"lab05_key_cache": key_cache, "lab05_value_cache": value_cache,
+           "lab05_thread_map": thread_map, "lab05_timeline": timeline,
+           "lab05_butterfly": butterfly, "lab05_gpu": gpu}
