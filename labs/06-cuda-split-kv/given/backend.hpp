@@ -1,7 +1,6 @@
-/// \file
-/// Lab 06, given: what one backend's build of the kernels offers the host. given/launchers.cpp
-/// is compiled once per backend (namespaces emu and cuda) and implements Launchers there;
-/// given/api.cpp picks one per call. Plain C++: no CUDA in sight.
+// Lab 06, given: what one backend's build of the kernels offers the host. given/launchers.cpp
+// is compiled once per backend (namespaces emu and cuda) and implements Launchers there;
+// given/api.cpp picks one per call. Plain C++: no CUDA in sight.
 #pragma once
 
 #include <memory>

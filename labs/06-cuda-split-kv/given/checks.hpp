@@ -1,7 +1,6 @@
-/// \file
-/// Lab 06, given: the argument checks (the conventions chapter says what they promise). They
-/// run on the host copies, before anything reaches a device: lab 05's checks of the operands
-/// (common/pa/decode_checks.hpp), then the partition size and the scratch tensors.
+// Lab 06, given: the argument checks (the conventions chapter says what they promise). They
+// run on the host copies, before anything reaches a device: lab 05's checks of the operands
+// (common/pa/decode_checks.hpp), then the partition size and the scratch tensors.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,7 @@
-/// \file
-/// Lab 06, given device code: the kernels' helpers (common/pa/device_helpers.cuh: Vec<T, N>,
-/// to_float / from_float, dot, ceil_div / imax / imin, WARP_SIZE, FULL_MASK, PA_TODO_KERNEL)
-/// brought into the kernels' namespace, pa::cuda_v2::SIMT_BACKEND, and then lab 05's kernel cut
-/// into the pieces v2 reuses (given/decode_pieces.cuh).
+// Lab 06, given device code: the kernels' helpers (common/pa/device_helpers.cuh: Vec<T, N>,
+// to_float / from_float, dot, ceil_div / imax / imin, WARP_SIZE, FULL_MASK, PA_TODO_KERNEL)
+// brought into the kernels' namespace, pa::cuda_v2::SIMT_BACKEND, and then lab 05's kernel cut
+// into the pieces v2 reuses (given/decode_pieces.cuh).
 #pragma once
 
 #include "pa/device_helpers.cuh"
