@@ -173,6 +173,18 @@ TEST(PagedAttentionV2Checks, RejectsScratchThatIsNotFloat32) {
 }
 /// [test_scratch_checks]
 
+TEST(PagedAttentionV2Checks, RejectsMorePartitionsThanAGridHolds) {
+  // 65535 partitions is the most a grid's z extent holds on any CUDA device: with 64-token
+  // partitions that is 4,194,240 tokens; one more token needs a 65536th partition.
+  Call call;
+  call.partition_size = 64;
+  call.max_seq_len = 65535 * 64 + 1;
+  call.exp_sums = Tensor(DType::kFloat32, {2, 4, 65536});
+  call.max_logits = call.exp_sums;
+  EXPECT_TRUE(ThrowsInvalidArgument(
+      call, {"max_num_partitions", "<= 65535", "gridDim.z", "larger partition_size", "got 65536"}));
+}
+
 TEST(PagedAttentionV2Checks, DeviceSessionChecksLikeTheCall) {
   Call call;
   call.partition_size = 384;

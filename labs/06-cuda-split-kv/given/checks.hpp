@@ -30,8 +30,13 @@ inline void partition_size(const ArgCheck& check, int partition_size, int block_
              std::to_string(partition_size));
 }
 
+/// The largest grid extent in y and z on every CUDA device: the grid is (num_heads, num_seqs,
+/// max_num_partitions).
+inline constexpr int kMaxGridYZ = 65535;
+
 /// Checks the operands of an attention call: lab 05's rules for query, caches, block tables and
-/// sequence lengths, then the partition size. `function` prefixes the messages.
+/// sequence lengths, then the partition size, and that the grid fits a CUDA launch.
+/// `function` prefixes the messages.
 inline void attention(const char* function, const AttentionArgs& args) {
   const ArgCheck check(function);
   check_v0_decode_operands(check,
@@ -39,6 +44,11 @@ inline void attention(const char* function, const AttentionArgs& args) {
                             args.block_tables, args.seq_lens, args.block_size, args.max_seq_len},
                            kSupportedHeadSizes, kSupportedBlockSizes);
   partition_size(check, args.partition_size, args.block_size);
+  check.at_most("num_seqs (query.shape[0])", args.query.size(0), kMaxGridYZ,
+                "gridDim.y's limit on a CUDA device");
+  check.at_most("max_num_partitions = ceil(max_seq_len / partition_size)",
+                v2_max_num_partitions(args.max_seq_len, args.partition_size), kMaxGridYZ,
+                "gridDim.z's limit on a CUDA device: use a larger partition_size");
 }
 
 /// Checks the output and the three scratch tensors against the operands: out like query;
