@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -22,10 +21,10 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "docs"
 
-# Debian packages: what building the book needs, and what checking it adds.
-BUILD_PACKAGES = ["cmake", "ninja-build", "python3", "doxygen", "graphviz", "libjs-mathjax",
-                  "doxygen-awesome-css"]
-CHECK_PACKAGES = ["chromium", "chromium-driver", "python3-selenium"]
+# Debian packages: what building the book needs, and what checking it adds (tools/packages.txt).
+sys.path.insert(0, str(ROOT / "tools"))
+from labkit.system import ensure_packages as _ensure, packages  # noqa: E402
+BUILD_PACKAGES, CHECK_PACKAGES = packages("book"), packages("book-check")
 # python3-selenium installs for Debian's own Python; when this one (a pyenv or venv, say) cannot
 # import it, the check runs under that interpreter instead.
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -102,18 +101,5 @@ def _python_with_selenium() -> str:
     return sys.executable
 
 
-def _standalone_ensure(packages: list[str]) -> None:
-    """ensure_packages for `python3 tools/docs.py`: tools/lab.py's when it is there."""
-    try:
-        sys.path.insert(0, str(ROOT / "tools"))
-        from lab import ensure_packages  # type: ignore
-    except ImportError:
-        missing = [p for p in ("doxygen", "dot", "cmake") if shutil.which(p) is None]
-        if missing:
-            sys.exit("tools/docs.py: missing " + ", ".join(missing))
-        return
-    ensure_packages(packages)
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:], _standalone_ensure))
+    sys.exit(main(sys.argv[1:], _ensure))

@@ -1,20 +1,23 @@
 """Unit tests of tools/lab's grading pieces that need no build: the chapters' points-and-hints
-tables, the mutant headers, the status words, Gradescope's results.json shape and the JUnit XML.
+tables, the status words, Gradescope's results.json shape and the JUnit XML.
 Run: python3 -m unittest discover -s tools/tests (ctest runs it as tools.unit, label `tools`)."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import shutil
 import sys
+import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import grading  # noqa: E402
-import instructor  # noqa: E402
-import labcore  # noqa: E402
-from labcore import Lab  # noqa: E402
+from labkit import grading, labs, release, testrun  # noqa: E402
+from labkit.labs import Lab  # noqa: E402
+from labkit.paths import ROOT  # noqa: E402
 
 LAB = Lab("02", "02-online-softmax", "Paged attention with online softmax")
 
@@ -64,6 +67,33 @@ class GradescopeShape(unittest.TestCase):
                 self.assertTrue(any(words in p for p in problems), problems)
 
 
+class Table(unittest.TestCase):
+    def printed(self, grades) -> list[str]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            grading.print_table(grades, ROOT / "build" / "starter")
+        return out.getvalue().splitlines()
+
+    def test_every_column_has_a_header_and_the_last_line_explains_the_exit_status(self):
+        lines = self.printed(sample_grades())
+        header = lines[1].split()
+        self.assertEqual(header[:3], ["points", "result", "test"])
+        self.assertEqual(" ".join(header[3:]), "where or why")
+        self.assertIn("reached paged_online_attention()", "\n".join(lines))
+        self.assertIn("signal SIGSEGV", "\n".join(lines))
+        self.assertIn("Grade one lab: tools/lab grade NN", lines)
+        self.assertTrue(lines[-1].startswith("Exit status 1: not every graded test passes yet"))
+        self.assertIn("0 at full marks", lines[-1])
+
+    def test_one_lab_graded_alone_and_full_marks(self):
+        g = grading.LabGrade(LAB, True)
+        g.tests.append(grading.Graded(LAB, "S.T", "S.T", "passed", "", 1, 1, ""))
+        lines = self.printed([g])
+        self.assertNotIn("Grade one lab: tools/lab grade NN", lines)
+        self.assertEqual(lines[-1], "Exit status 0: full marks.")
+        self.assertTrue(grading.complete([g]))
+
+
 class JUnit(unittest.TestCase):
     def test_counts_and_kinds(self):
         root = ET.fromstring(ET.tostring(grading.junit(sample_grades()).getroot()))
@@ -87,23 +117,23 @@ class StatusWords(unittest.TestCase):
                   ("skipped", "no CUDA device"))]
         for word, output, expected in cases:
             with self.subTest(word):
-                self.assertEqual(labcore.classify(word, output), expected)
+                self.assertEqual(testrun.classify(word, output), expected)
 
     def test_test_key(self):
-        self.assertEqual(labcore.test_key("lab05.PagedAttentionV1.OneToken/Emulator  # GetParam() = emulator"),
+        self.assertEqual(testrun.test_key("lab05.PagedAttentionV1.OneToken/Emulator  # GetParam() = emulator"),
                          "PagedAttentionV1.OneToken")
-        self.assertEqual(labcore.test_key("lab02.Suite.Test"), "Suite.Test")
-        self.assertEqual(labcore.test_key("Inst/Suite.Test/3"), "Suite.Test")
+        self.assertEqual(testrun.test_key("lab02.Suite.Test"), "Suite.Test")
+        self.assertEqual(testrun.test_key("Inst/Suite.Test/3"), "Suite.Test")
 
 
 class Chapters(unittest.TestCase):
     def test_every_chapter_table_parses_and_points_at_real_sections(self):
-        for lab in labcore.labs():
+        for lab in labs.labs():
             with self.subTest(lab.number):
                 rows = grading.read_table(lab)
                 graded = [r for r in rows.values() if r.points]
                 self.assertGreaterEqual(len(graded), 10)
-                readme = (labcore.ROOT / "labs" / lab.room / "README.md").read_text()
+                readme = (ROOT / "labs" / lab.room / "README.md").read_text()
                 titles = grading.section_titles(readme)
                 for r in graded:
                     self.assertIn(r.section, titles, f"{r.key}: \\ref {r.section}")
@@ -111,7 +141,7 @@ class Chapters(unittest.TestCase):
                     self.assertNotIn("\\f$", r.hint, f"{r.key}: a hint is plain words")
 
     def test_table_errors_name_the_line(self):
-        bad = labcore.ROOT / "build" / "tools-unit" / "labs" / "02-online-softmax"
+        bad = ROOT / "build" / "tools-unit" / "labs" / "02-online-softmax"
         bad.mkdir(parents=True, exist_ok=True)
         (bad / "README.md").write_text("# Lab 02 — x {#lab_02}\n\n## What the tests prove {#lab_02_tests}\n\n"
                                        "| test | pts | what it pins | hint |\n|---|---|---|---|\n"
@@ -120,23 +150,29 @@ class Chapters(unittest.TestCase):
             grading.read_table(LAB, bad.parent.parent)
 
 
-@unittest.skipUnless(labcore.has_solutions(), "a student release has no mutants")
-class MutantCatalogue(unittest.TestCase):
-    def test_every_mutant_header_and_diff(self):
-        mutants = instructor.catalogue(labcore.labs())
-        self.assertGreaterEqual(len(mutants), 30)
-        for m in mutants:
-            with self.subTest(f"{m.lab.number}/{m.stem}"):
-                self.assertEqual(m.problems, [])
-                self.assertTrue(m.caught_by)
-
-
 class Release(unittest.TestCase):
+    def test_instructor_files_are_found_by_folder_not_by_name(self):
+        out = Path(tempfile.mkdtemp(prefix="pa-release-"))
+        self.addCleanup(shutil.rmtree, out)
+        for rel in ("tools/labkit/mutants.py", "labs/01-x/starter.cpp", "build/mutants/a.cpp",
+                    "solutions/01-x/notes.txt", "tools/tests/mutants/before.json",
+                    "labs/01-x/solution.cpp"):
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            (out / rel).write_text("x")
+        self.assertEqual(release.instructor_files(out),
+                         ["labs/01-x/solution.cpp", "solutions", "solutions/01-x",
+                          "solutions/01-x/notes.txt", "tools/tests/mutants",
+                          "tools/tests/mutants/before.json"])
+
+
     def test_instructor_blocks_and_presets_are_dropped(self):
         text = "a\n<!-- instructor -->\nsecret\n<!-- /instructor -->\nb\n"
-        self.assertEqual(instructor.strip_instructor_blocks(text), "a\nb\n")
-        presets = json.loads(instructor.student_presets(
-            (labcore.ROOT / "CMakePresets.json").read_text()))
+        self.assertEqual(release.strip_instructor_blocks(text), "a\nb\n")
+        text = "a\n<!-- student\n```sh\ntools/lab watch 01\n```\n-->\nb\n"
+        self.assertEqual(release.strip_instructor_blocks(text),
+                         "a\n```sh\ntools/lab watch 01\n```\nb\n")
+        presets = json.loads(release.student_presets(
+            (ROOT / "CMakePresets.json").read_text()))
         names = [p["name"] for p in presets["configurePresets"]]
         self.assertIn("starter", names)
         self.assertNotIn("solution", names)

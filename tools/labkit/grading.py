@@ -1,0 +1,378 @@
+"""Grading: each graded test's points and hint (from its chapter's "What the tests prove" table),
+grading a tree's labs one build at a time, and the three reports: the terminal table,
+Gradescope's results.json and JUnit XML. Python 3 standard library only."""
+from __future__ import annotations
+
+import re
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from labkit import build as cmake
+from labkit import testrun
+from labkit.labs import Lab
+from labkit.paths import ROOT, shown
+
+# ---- points and hints: the chapter's table ---------------------------------------------------
+
+
+@dataclass
+class Row:
+    key: str          # "Suite.Test"
+    points: int       # 0 for the rows of given checks (pts "—")
+    pins: str         # what the test pins, as the chapter says it
+    hint: str         # one sentence, Markdown/Doxygen as written
+    section: str      # the anchor the hint points at, e.g. "lab_02_recurrence"
+
+
+class TableError(ValueError):
+    pass
+
+
+def section_titles(readme: str) -> dict[str, str]:
+    """Anchor -> heading text of every `## Heading {#anchor}` of a chapter."""
+    return {m.group(2): m.group(1).strip()
+            for m in re.finditer(r"^#+\s*(.*?)\s*\{#(\w+)\}\s*$", readme, re.M)}
+
+
+def read_table(lab: Lab, root: Path = ROOT) -> dict[str, Row]:
+    """The rows of lab's "What the tests prove" table (columns test | pts | what it pins | hint),
+    by `Suite.Test`. Raises TableError naming the file and line of anything malformed."""
+    path = lab.folder(root) / "README.md"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    anchor = f"{{#lab_{lab.number}_tests}}"
+    try:
+        start = next(i for i, l in enumerate(lines) if l.startswith("## ") and anchor in l)
+    except StopIteration:
+        raise TableError(f"{path}: no '## ... {anchor}' section") from None
+    rows, header_seen = {}, False
+    for i in range(start + 1, len(lines)):
+        line = lines[i]
+        if line.startswith("## "):
+            break
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        where = f"{path.relative_to(root)}:{i + 1}"
+        if not header_seen:
+            if [c.split(" ")[0].lower() for c in cells] != ["test", "pts", "what", "hint"]:
+                raise TableError(f"{where}: the table's columns must be "
+                                 "'test | pts | what it pins | hint'")
+            header_seen = True
+            continue
+        if set("".join(cells)) <= set("-: "):
+            continue  # the |---| line
+        if len(cells) != 4:
+            raise TableError(f"{where}: {len(cells)} cells, expected 4")
+        names = re.findall(r"`([^`]+)`", cells[0])
+        if len(names) != 1:
+            raise TableError(f"{where}: the test cell must name one test as `Suite.Test`")
+        key = names[0]
+        if cells[1] in ("—", "-", ""):
+            points = 0
+        elif cells[1].isdigit() and int(cells[1]) > 0:
+            points = int(cells[1])
+        else:
+            raise TableError(f"{where}: pts must be a positive whole number or '—', got {cells[1]!r}")
+        m = re.search(r"→\s*\\ref\s+(\w+)\s*$", cells[3])
+        if points and not m:
+            raise TableError(f"{where}: the hint must end with '→ \\ref <section anchor>'")
+        hint = cells[3][:m.start()].strip() if m else cells[3]
+        if key in rows:
+            raise TableError(f"{where}: {key} has two rows")
+        rows[key] = Row(key, points, cells[2], hint, m.group(1) if m else "")
+    if not header_seen:
+        raise TableError(f"{path}: the {anchor} section has no table")
+    return rows
+
+
+def plain(text: str, titles: dict[str, str] | None = None) -> str:
+    """Markdown/Doxygen text as terminal text: no backticks, \\ref as § title, no \\f$."""
+    text = re.sub(r"\\ref\s+(\w+)", lambda m: "§ " + (titles or {}).get(m.group(1), m.group(1)),
+                  text)
+    return text.replace("`", "").replace("\\f$", "").replace("\\", "")
+
+
+# ---- grading ---------------------------------------------------------------------------------
+
+@dataclass
+class Graded:
+    lab: Lab
+    key: str                # Suite.Test
+    name: str               # the test's own name (ctest name without `labNN.`), unique
+    status: str
+    detail: str
+    points: int             # earned
+    max_points: int
+    hint: str               # terminal text, with its section
+    seconds: float = 0.0
+
+
+@dataclass
+class LabGrade:
+    lab: Lab
+    built: bool
+    build_error: str = ""
+    tests: list[Graded] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)   # name -> reason (not graded)
+    unlisted: list[str] = field(default_factory=list)       # graded tests with no table row
+    unrun: list[str] = field(default_factory=list)          # table rows with no test
+
+    @property
+    def score(self) -> int:
+        return sum(t.points for t in self.tests)
+
+    @property
+    def max_score(self) -> int:
+        return sum(t.max_points for t in self.tests)
+
+
+def hint_text(lab: Lab, row: Row | None, root: Path) -> str:
+    if row is None or not row.hint:
+        return ""
+    readme = (lab.folder(root) / "README.md").read_text(encoding="utf-8")
+    titles = section_titles(readme)
+    return f"{plain(row.hint, titles)} (§ {titles.get(row.section, row.section)})"
+
+
+class Progress:
+    """One line per step of a grading run, with the time since it began: `[ 1:23] lab 02 ...`."""
+
+    def __init__(self, quiet: bool = False):
+        self.start = time.monotonic()
+        self.quiet = quiet
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            seconds = int(time.monotonic() - self.start)
+            print(f"[{seconds // 60:2d}:{seconds % 60:02d}] {text}", flush=True)
+
+
+def grade(labs: list[Lab], build: Path, root: Path = ROOT, timeout: int = 20,
+          quiet: bool = False, progress: Progress | None = None) -> list[LabGrade]:
+    """Builds each lab's test target on its own in `build` (already configured) and runs its
+    graded tests, one lab after the other (a line for each step unless `quiet`), and scores them
+    from their chapters' tables."""
+    say = progress or Progress(quiet)
+    grades: list[LabGrade] = []
+    for lab in labs:
+        say(f"lab {lab.number} building   ({lab.title})")
+        ok, output = cmake.build_target(build, lab.target, quiet=True)
+        g = LabGrade(lab, ok, "" if ok else cmake.first_compiler_error(output, root))
+        results = {}
+        if ok:
+            say(f"lab {lab.number} testing")
+            results = testrun.ctest(build, f"^{lab.target}$", build / "grade-junit.xml", timeout)
+        score(g, results, root)
+        say(f"lab {lab.number} " + (f"done       {g.score} / {g.max_score} points" if ok else
+                                    f"did not build: {g.build_error}"))
+        grades.append(g)
+    return grades
+
+
+def score(g: LabGrade, results: dict[str, testrun.TestResult], root: Path = ROOT) -> None:
+    """Fills in `g` from its lab's test results (none when it did not build) and the chapter's
+    table: points, hints, skipped tests, and the tests the table and the binary disagree on."""
+    lab = g.lab
+    table = read_table(lab, root)
+    graded_rows = {k: r for k, r in table.items() if r.points}
+    if not g.built:
+        for key, row in graded_rows.items():
+            g.tests.append(Graded(lab, key, key, "did not build", g.build_error, 0, row.points,
+                                  hint_text(lab, row, root)))
+        return
+    mine = {n: r for n, r in results.items() if n.startswith(lab.target + ".")
+            and not testrun.is_checks(r.key)}
+    seen = set()
+    for name, r in sorted(mine.items()):
+        if r.status == "skipped":
+            g.skipped[name[len(lab.target) + 1:]] = r.detail
+            continue
+        row = table.get(r.key)
+        seen.add(r.key)
+        if row is None:
+            g.unlisted.append(r.key)
+        max_points = row.points if row else 1
+        g.tests.append(Graded(lab, r.key, name[len(lab.target) + 1:].split("  # ")[0],
+                              r.status, r.detail,
+                              max_points if r.status == "passed" else 0, max_points,
+                              hint_text(lab, row, root), r.seconds))
+    order = {key: i for i, key in enumerate(table)}  # the chapter's order, not the alphabet
+    g.tests.sort(key=lambda t: (order.get(t.key, len(order)), t.name))
+    skipped_keys = {testrun.test_key(n) for n in g.skipped}
+    g.unrun = sorted(k for k in graded_rows if k not in seen and k not in skipped_keys)
+
+
+# ---- the reports -----------------------------------------------------------------------------
+
+COLUMNS = ("points", "result", "test", "where or why")
+
+
+def why(t: Graded) -> str:
+    """The table's last column: where a test stopped, or why it did not pass."""
+    if t.status == "passed":
+        return ""
+    if t.status == "not implemented":
+        return f"reached {t.detail}()" if t.detail else ""
+    if t.status == "crashed":
+        return f"signal {t.detail}" if t.detail.startswith("SIG") else t.detail
+    return t.detail
+
+
+def exit_line(grades: list[LabGrade]) -> str:
+    """The last line of a grading run: what its exit status will be, and why."""
+    if complete(grades):
+        return "Exit status 0: full marks."
+    return ("Exit status 1: not every graded test passes yet. That is expected while you work, "
+            "not an error; it is 0 at full marks.")
+
+
+def complete(grades: list[LabGrade]) -> bool:
+    return all(g.built and g.tests and g.score == g.max_score for g in grades)
+
+
+def print_table(grades: list[LabGrade], build: Path) -> None:
+    for g in grades:
+        lab = g.lab
+        print(f"Lab {lab.number} — {lab.title}: {g.score} / {g.max_score} points")
+        if not g.built:
+            print(f"  did not build: {g.build_error}")
+            print(f"  ({len(g.tests)} graded tests not run)\n")
+            continue
+        width = max([len(t.name) for t in g.tests] + [len(COLUMNS[2])])
+        print(f"  {COLUMNS[0]:>6}  {COLUMNS[1]:<15}  {COLUMNS[2]:<{width}}  {COLUMNS[3]}")
+        for t in g.tests:
+            pts = f"{t.points}/{t.max_points}"
+            line = f"  {pts:>6}  {t.status:<15}  {t.name:<{width}}  {why(t)}"
+            print(line.rstrip())
+            if t.status in ("failed", "crashed", "timed out") and t.hint:
+                print(f"{'':27}hint: {t.hint}")
+        if g.skipped:
+            reasons = "; ".join(sorted(set(g.skipped.values())))
+            print(f"  ({len(g.skipped)} tests skipped and not graded: {reasons})")
+        print()
+    total = sum(g.score for g in grades)
+    most = sum(g.max_score for g in grades)
+    print(f"Total: {total} / {most} points")
+    print(f"Full output of one test: ctest --test-dir {shown(build)} -R <test> "
+          "--output-on-failure")
+    if len(grades) > 1:
+        print("Grade one lab: tools/lab grade NN")
+    print(exit_line(grades))
+
+
+def gradescope(grades: list[LabGrade], seconds: float) -> dict:
+    """Gradescope's results.json for these grades."""
+    tests = []
+    for g in grades:
+        for i, t in enumerate(g.tests, start=1):
+            lines = [t.status + (f": {t.detail}" if t.detail else "")]
+            if t.status != "passed" and t.hint:
+                lines.append(f"Hint: {t.hint}")
+            tests.append({
+                "name": f"Lab {g.lab.number} — {t.name}",
+                "number": f"{int(g.lab.number)}.{i}",
+                "score": t.points,
+                "max_score": t.max_points,
+                "status": "passed" if t.status == "passed" else "failed",
+                "output": "\n".join(lines),
+                "visibility": "visible",
+                "execution_time": round(t.seconds, 3),
+                "tags": [f"lab{g.lab.number}", t.status],
+            })
+    summary = []
+    for g in grades:
+        line = f"Lab {g.lab.number} — {g.lab.title}: {g.score} / {g.max_score}"
+        if not g.built:
+            line += f" (did not build: {g.build_error})"
+        if g.skipped:
+            line += f" ({len(g.skipped)} GPU tests skipped: not graded here)"
+        summary.append(line)
+    return {
+        "score": sum(g.score for g in grades),
+        "max_score": sum(g.max_score for g in grades),
+        "execution_time": round(seconds, 1),
+        "output": "\n".join(summary),
+        "visibility": "visible",
+        "stdout_visibility": "visible",
+        "tests": tests,
+    }
+
+
+def validate_gradescope(obj) -> list[str]:
+    """What is wrong with `obj` as a Gradescope results.json (empty when nothing is)."""
+    problems = []
+
+    def need(where, d, key, types):
+        if not isinstance(d, dict) or key not in d:
+            problems.append(f"{where}: missing '{key}'")
+        elif not isinstance(d[key], types) or isinstance(d[key], bool):
+            problems.append(f"{where}.{key}: {type(d[key]).__name__}, expected "
+                            f"{' or '.join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))}")
+
+    number = (int, float)
+    for key, types in (("score", number), ("max_score", number), ("execution_time", number),
+                       ("output", str), ("visibility", str), ("tests", list)):
+        need("results", obj, key, types)
+    if problems:
+        return problems
+    names = set()
+    for i, t in enumerate(obj["tests"]):
+        where = f"tests[{i}]"
+        for key, types in (("name", str), ("score", number), ("max_score", number),
+                           ("status", str), ("output", str), ("visibility", str),
+                           ("execution_time", number)):
+            need(where, t, key, types)
+        if not isinstance(t, dict):
+            continue
+        if t.get("status") not in ("passed", "failed"):
+            problems.append(f"{where}.status: {t.get('status')!r}, expected 'passed' or 'failed'")
+        if t.get("visibility") not in ("visible", "hidden", "after_due_date", "after_published"):
+            problems.append(f"{where}.visibility: {t.get('visibility')!r}")
+        if isinstance(t.get("score"), number) and isinstance(t.get("max_score"), number):
+            if not 0 <= t["score"] <= t["max_score"]:
+                problems.append(f"{where}: score {t['score']} outside 0..{t['max_score']}")
+            if (t["score"] == t["max_score"]) != (t.get("status") == "passed"):
+                problems.append(f"{where}: status {t.get('status')} with score "
+                                f"{t['score']}/{t['max_score']}")
+        if t.get("name") in names:
+            problems.append(f"{where}: name {t.get('name')!r} is not unique")
+        names.add(t.get("name"))
+    if not problems:
+        if abs(sum(t["score"] for t in obj["tests"]) - obj["score"]) > 1e-9:
+            problems.append("results.score is not the sum of the tests' scores")
+        if abs(sum(t["max_score"] for t in obj["tests"]) - obj["max_score"]) > 1e-9:
+            problems.append("results.max_score is not the sum of the tests' max_score")
+    return problems
+
+
+def junit(grades: list[LabGrade]) -> ET.ElementTree:
+    """JUnit XML: one <testsuite> per lab, one <testcase> per graded test."""
+    suites = ET.Element("testsuites", name="tools/lab grade")
+    for g in grades:
+        failures = sum(t.status in ("failed", "not implemented") for t in g.tests)
+        errors = sum(t.status in ("crashed", "timed out", "did not build") for t in g.tests)
+        suite = ET.SubElement(suites, "testsuite", name=f"lab{g.lab.number}",
+                              tests=str(len(g.tests) + len(g.skipped)), failures=str(failures),
+                              errors=str(errors), skipped=str(len(g.skipped)),
+                              time=f"{sum(t.seconds for t in g.tests):.3f}")
+        ET.SubElement(ET.SubElement(suite, "properties"), "property", name="score",
+                      value=f"{g.score}/{g.max_score}")
+        for t in g.tests:
+            suite_name, _, test_name = t.name.partition(".")
+            case = ET.SubElement(suite, "testcase", classname=f"lab{g.lab.number}.{suite_name}",
+                                 name=test_name, time=f"{t.seconds:.3f}")
+            message = t.status + (f": {t.detail}" if t.detail else "")
+            text = f"Hint: {t.hint}" if t.hint else None
+            if t.status in ("failed", "not implemented"):
+                ET.SubElement(case, "failure", message=message, type=t.status).text = text
+            elif t.status != "passed":
+                ET.SubElement(case, "error", message=message, type=t.status).text = text
+        for name, reason in g.skipped.items():
+            suite_name, _, test_name = name.partition(".")
+            case = ET.SubElement(suite, "testcase", classname=f"lab{g.lab.number}.{suite_name}",
+                                 name=test_name, time="0")
+            ET.SubElement(case, "skipped", message=reason)
+    ET.indent(suites)
+    return ET.ElementTree(suites)
