@@ -239,6 +239,20 @@ void place_shuffled(DecodeProblem& p, Rng& rng) {
   place_at(p, std::move(blocks), num_blocks, order[needed]);
 }
 
+void widen_block_tables(DecodeProblem& p, int width) {
+  const std::int64_t num_seqs = p.block_tables.size(0), old_width = p.block_tables.size(1);
+  if (width <= old_width) return;
+  Tensor wide(DType::kInt32, {num_seqs, width});
+  const std::int32_t* from = p.block_tables.data_as<std::int32_t>();
+  std::int32_t* to = wide.data_as<std::int32_t>();
+  for (std::int64_t s = 0; s < num_seqs; ++s) {
+    const std::int32_t pad_id = from[s * old_width + old_width - 1];  // place_at's padding
+    std::copy_n(from + s * old_width, old_width, to + s * width);
+    std::fill(to + s * width + old_width, to + (s + 1) * width, pad_id);
+  }
+  p.block_tables = std::move(wide);
+}
+
 DecodeProblem make_decode_problem(Rng& rng, const DecodeConfig& c) {
   DecodeProblem p;
   p.cfg = c;

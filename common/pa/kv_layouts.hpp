@@ -150,6 +150,12 @@ void place_shuffled(DecodeProblem& p, Rng& rng);
 /// to the widest sequence plus one column with `pad_id`.
 void place_at(DecodeProblem& p, std::vector<std::vector<int>> blocks, int num_blocks, int pad_id);
 
+/// Pads every row of p.block_tables to `width` columns with the padding id place_at put after
+/// the row's last block (an all-NaN block): the wide table of an engine that sizes each row
+/// for the longest context it serves, so a kernel that reads blocks past a sequence's end reads
+/// NaN rather than past the table. A width at or below the current one changes nothing.
+void widen_block_tables(DecodeProblem& p, int width);
+
 /// Returns the float64 truth, [num_seqs * num_heads, head_size]: query head h of sequence s
 /// attends kv head h / (num_heads / num_kv_heads) over the sequence's tokens.
 Mat expected_decode(const DecodeProblem& p);

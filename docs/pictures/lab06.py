@@ -1,0 +1,166 @@
+"""Lab 06's pictures (labs/06-cuda-split-kv/README.md): the split-KV grid, which scratch entries
+the attention kernel writes, and the reduce kernel as a merge tree. The example batch is the one
+of the test EmptyTrailingPartitionsAreNeverWrittenOrMerged: 1100, 40 and 600 tokens, partitions
+of 512."""
+from svgfig import (FREE, INK, MUTED, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, Figure, hue)
+
+PARTITION_SIZE = 512
+SEQ_LENS = [1100, 40, 600]
+NUM_THREADS = 128
+
+
+def num_partitions(seq_len: int) -> int:
+    return (seq_len + PARTITION_SIZE - 1) // PARTITION_SIZE
+
+
+MAX_NUM_PARTITIONS = max(num_partitions(n) for n in SEQ_LENS)
+DIRECT = hue(2)  # a one-partition sequence: its block writes out itself
+
+
+def kind(s: int, p: int) -> str:
+    """What the block (or scratch entry) of sequence s, partition p is."""
+    own = num_partitions(SEQ_LENS[s])
+    if p >= own:
+        return "empty"
+    return "direct" if own == 1 else "partial"
+
+
+def grid() -> Figure:
+    f = Figure(820, 300, "The split-KV grid",
+               "Grid (num_heads, num_seqs, max_num_partitions) for sequences of 1100, 40 and 600 "
+               "tokens with partitions of 512: sequence 0 has three partial blocks, sequence 1 "
+               "one block that writes out directly and two that return at once, sequence 2 two "
+               "partial blocks and one that returns at once.")
+    f.text(10, 14, "grid = (num_heads, num_seqs, max_num_partitions): one thread block per cell",
+           size=SIZE_TITLE, weight="bold")
+    x0, y0, w, h = 130, 64, 140, 46
+    for layer in (2, 1):  # the other heads, behind the front layer
+        f.rect(x0 + 8 * layer, y0 - 8 * layer, w * MAX_NUM_PARTITIONS, h * len(SEQ_LENS),
+               fill="#ffffff", stroke=RULE, sw=1, dash="4 3")
+    for p in range(MAX_NUM_PARTITIONS):
+        f.text(x0 + w * p + w / 2, y0 - 26, f"partition {p}", size=SIZE_SMALL, anchor="middle",
+               fill=MUTED)
+    for s, n in enumerate(SEQ_LENS):
+        f.text(x0 - 10, y0 + h * s + h / 2 - 7, f"sequence {s}", size=SIZE, anchor="end")
+        f.text(x0 - 10, y0 + h * s + h / 2 + 8, f"{n} tokens", size=SIZE_SMALL, anchor="end",
+               fill=MUTED)
+        for p in range(MAX_NUM_PARTITIONS):
+            k = kind(s, p)
+            colour = {"partial": STATE, "direct": DIRECT, "empty": FREE}[k]
+            first, last = p * PARTITION_SIZE, min((p + 1) * PARTITION_SIZE, n)
+            rows = [f"tokens {first}–{last - 1}"] if k != "empty" else ["returns at once"]
+            f.box(x0 + w * p, y0 + h * s, w, h, rows, fill=colour.fill, stroke=colour.ink,
+                  size=SIZE_SMALL, rx=0, dash="4 3" if k == "empty" else None,
+                  color=INK if k != "empty" else MUTED)
+    right = x0 + w * MAX_NUM_PARTITIONS + 34
+    f.lines(right, y0 + 60, ["blockIdx.x: the query head", "(one layer per head, dashed)",
+                             "blockIdx.y: the sequence (rows)",
+                             "blockIdx.z: the partition (columns)"],
+            size=SIZE_SMALL, anchor="start", fill=MUTED, gap=1.6)
+    y_legend = y0 + h * len(SEQ_LENS) + 28
+    f.legend(x0, y_legend, [(STATE, "writes its partial (m, denom, acc) for the reduce"),
+                            (DIRECT, "the only partition: finishes the softmax, writes out")])
+    f.legend(x0, y_legend + 22, [(FREE, "past the sequence's end: returns before any read "
+                                        "or write")])
+    f.text(x0, y_legend + 50, f"max_num_partitions = ceil(max_seq_len / {PARTITION_SIZE}) = "
+           f"{MAX_NUM_PARTITIONS}; each block reads at most {PARTITION_SIZE} tokens of one kv "
+           "head", size=SIZE_SMALL, fill=MUTED)
+    return f
+
+
+def scratch() -> Figure:
+    f = Figure(820, 330, "The scratch tensors of one head",
+               "max_logits and exp_sums hold one float per (sequence, partition), tmp_out a row "
+               "of head_size floats; only the partitions of sequences with two or more are "
+               "written; the others keep whatever was there.")
+    f.text(10, 14, "the scratch of one head h: which entries the attention kernel writes",
+           size=SIZE_TITLE, weight="bold")
+    cw, ch, y0 = 50, 30, 72
+    for k, (name, symbol) in enumerate((("max_logits", "m"), ("exp_sums", "denom"))):
+        x = 40 + k * (cw * MAX_NUM_PARTITIONS + 44)
+        f.text(x + cw * MAX_NUM_PARTITIONS / 2, y0 - 34, name, size=SIZE, anchor="middle",
+               weight="bold", mono=True)
+        f.text(x + cw * MAX_NUM_PARTITIONS / 2, y0 - 18, symbol, size=SIZE_SMALL,
+               anchor="middle", italic=True)
+
+        def cell(s, p):
+            if kind(s, p) == "partial":
+                return f"s{s} p{p}", STATE
+            return "", "#ffffff"
+        f.grid(x, y0, len(SEQ_LENS), MAX_NUM_PARTITIONS, cw, ch, cell, stroke=RULE, sw=1,
+               row_labels=[f"s{s}" for s in range(len(SEQ_LENS))] if k == 0 else None)
+    f.text(40, y0 + ch * len(SEQ_LENS) + 18, "[num_seqs, num_heads, max_num_partitions] float32",
+           size=SIZE_SMALL, fill=MUTED, mono=True)
+    tx, row_w, row_h = 430, 340, 11
+    f.text(tx + row_w / 2, y0 - 34, "tmp_out", size=SIZE, anchor="middle", weight="bold",
+           mono=True)
+    f.text(tx + row_w / 2, y0 - 18, "acc = sum of e^(l − m) v, undivided", size=SIZE_SMALL,
+           anchor="middle", italic=True)
+    y = y0
+    for s in range(len(SEQ_LENS)):
+        for p in range(MAX_NUM_PARTITIONS):
+            written = kind(s, p) == "partial"
+            f.rect(tx, y, row_w, row_h, fill=STATE.fill if written else "#ffffff",
+                   stroke=STATE.ink if written else RULE, sw=1, dash=None if written else "4 3")
+            f.text(tx - 6, y + row_h / 2, f"s{s} p{p}", size=9, anchor="end", fill=MUTED,
+                   mono=True)
+            y += row_h + 2
+        y += 6
+    f.text(tx, y + 4, "d = 0, 1, …, head_size − 1 →", size=9, fill=MUTED)
+    f.text(tx, y + 22, "[num_seqs, num_heads, max_num_partitions, head_size] float32",
+           size=SIZE_SMALL, fill=MUTED, mono=True)
+    notes = ["entry (s, h, p) sits at (s · num_heads + h) · max_num_partitions + p; tmp_out "
+             "multiplies that by head_size and adds d.",
+             "The partition extent is max_num_partitions for every sequence. A one-partition "
+             "sequence (s1) and the partitions past a",
+             "sequence's own count (s1 p1, s1 p2, s2 p2) are never written and never read: "
+             "whatever a previous step left there stays."]
+    for i, note in enumerate(notes):
+        f.text(10, 270 + 18 * i, note, size=SIZE_SMALL, fill=INK if i == 0 else MUTED)
+    return f
+
+
+def reduce() -> Figure:
+    n = 5
+    f = Figure(820, 372, "The reduce kernel as a merge tree",
+               "Five partials of one (sequence, head): their maxima fold into M; each partition "
+               "gets the weight e^(m_p − M); the weighted denominators and accumulators are "
+               "summed and divided once.")
+    f.text(10, 14, "paged_attention_v2_reduce_kernel: one thread block per (head, sequence)",
+           size=SIZE_TITLE, weight="bold")
+    bw, gap, by = 128, 22, 300
+    xs = [40 + p * (bw + gap) for p in range(n)]
+    for p, x in enumerate(xs):
+        f.box(x, by, bw, 48, [f"partition {p}", f"m{p}, denom{p}, acc{p}"], fill=hue(p).fill,
+              stroke=hue(p).ink, size=SIZE_SMALL)
+    centre = 410
+    my, wy, sy = 222, 150, 74
+    f.box(centre - 130, my, 260, 40, ["M = max over p of m_p", "block_max: a butterfly tree"],
+          fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
+    for p, x in enumerate(xs):
+        f.arrow(x + bw / 2, by - 1, centre + (x + bw / 2 - centre) * 0.35, my + 41,
+                color=hue(p).ink)
+    f.box(centre - 230, wy, 460, 40,
+          [f"w_p = e^(m_p − M), a tile of {NUM_THREADS} partitions at a time",
+           "weights[] in shared memory: a barrier after writing, one before the next tile"],
+          fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
+    f.arrow(centre, my - 1, centre, wy + 41, color=STATE.ink)
+    f.box(40, sy, 330, 40, ["denom = sum over p of w_p · denom_p",
+                            "a share per thread, then block_sum (a tree)"],
+          fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
+    f.box(450, sy, 330, 40, ["acc[d] = sum over p of w_p · acc_p[d]",
+                             "thread d adds the partitions in order"],
+          fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
+    f.arrow(centre - 80, wy - 1, 205, sy + 41, color=STATE.ink)
+    f.arrow(centre + 80, wy - 1, 615, sy + 41, color=STATE.ink)
+    f.box(centre - 110, 24, 220, 28, "out[s, h, d] = acc[d] / denom", fill="#ffffff",
+          stroke=INK, size=SIZE_SMALL, mono=True)
+    f.arrow(205, sy - 1, centre - 60, 53, color=INK)
+    f.arrow(615, sy - 1, centre + 60, 53, color=INK)
+    f.text(10, by + 64, "The same partition order and the same trees on every run: the result "
+           "does not depend on which attention block finished first.", size=SIZE_SMALL,
+           fill=MUTED)
+    return f
+
+
+FIGURES = {"lab06_grid": grid, "lab06_scratch": scratch, "lab06_reduce": reduce}

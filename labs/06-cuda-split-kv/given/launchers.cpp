@@ -1,0 +1,258 @@
+// Lab 06, given: the host side of both kernels. CUDA C++, compiled once per backend (by the
+// host compiler against the SIMT emulator, and by nvcc when CMake finds it). It includes the
+// kernels from the file the build picks (PA_LAB_IMPL: your starter.cpp, or the reference
+// solution), then, for each call: copies the host tensors to device buffers, picks the kernel
+// instantiation for the runtime dtype / head size / block size / partition size, launches the
+// attention kernel on a (num_heads, num_seqs, max_num_partitions) grid, asks whether it was
+// still a skeleton, launches the reduce kernel when some sequence has more than one partition,
+// and copies the results back.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
+
+#include "given/backend.hpp"
+#include "given/checks.hpp"
+#include "given/kernel_support.cuh"
+
+#include "simt/timing.hpp"
+
+#include PA_LAB_IMPL  // the two kernels: paged_attention_v2_kernel, paged_attention_v2_reduce_kernel
+
+namespace pa::cuda_v2::SIMT_BACKEND {
+namespace {
+
+/// A device copy of `t` as elements of T (the caller picks the T that matches t.dtype()).
+template <typename T>
+simt::DeviceBuffer<T> to_device(const Tensor& t) {
+  simt::DeviceBuffer<T> buffer(static_cast<std::size_t>(t.numel()));  // [t.numel()]
+  buffer.upload(t.data_as<T>(), buffer.size());
+  return buffer;
+}
+
+/// A device copy of `t`'s bytes, whatever its dtype: [t.nbytes()].
+simt::DeviceBuffer<unsigned char> bytes_to_device(const Tensor& t) {
+  simt::DeviceBuffer<unsigned char> buffer(t.nbytes());
+  buffer.upload(static_cast<const unsigned char*>(t.data()), t.nbytes());
+  return buffer;
+}
+
+/// A device buffer of `n` floats, every one NaN: an element a kernel forgets cannot pass.
+simt::DeviceBuffer<float> nan_floats(std::size_t n) {
+  simt::DeviceBuffer<float> buffer(n);
+  buffer.fill_bytes(0xFF);
+  return buffer;
+}
+
+/// The bytes of a device buffer seen as elements of T (T must match the tensor's dtype).
+template <typename T>
+T* as_elements(simt::DeviceBuffer<unsigned char>& buffer) {
+  return reinterpret_cast<T*>(buffer.data());
+}
+
+/// Calls f(std::type_identity<scalar_t>{}) with the device type of `dtype`.
+template <class F>
+void with_scalar_t(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32: return f(std::type_identity<float>{});
+    case DType::kFloat16: return f(std::type_identity<__half>{});
+    case DType::kBFloat16: return f(std::type_identity<__nv_bfloat16>{});
+    default: throw std::logic_error("with_scalar_t: not an activation dtype (checks missed it)");
+  }
+}
+
+/// One instantiation of the kernels: element type, head size, block size and partition size.
+template <typename T, int HEAD, int BLOCK, int PARTITION>
+struct V2Config {
+  using scalar_t = T;
+  static constexpr int head_size = HEAD;
+  static constexpr int block_size = BLOCK;
+  static constexpr int partition_size = PARTITION;
+};
+
+/// Calls f(V2Config<scalar_t, HEAD_SIZE, BLOCK_SIZE, PARTITION_SIZE>{}) for the runtime head
+/// size.
+template <typename scalar_t, int BLOCK_SIZE, int PARTITION_SIZE, class F>
+void with_head_size(int head_size, F&& f) {
+  switch (head_size) {
+    case 64: return f(V2Config<scalar_t, 64, BLOCK_SIZE, PARTITION_SIZE>{});
+    case 80: return f(V2Config<scalar_t, 80, BLOCK_SIZE, PARTITION_SIZE>{});
+    case 96: return f(V2Config<scalar_t, 96, BLOCK_SIZE, PARTITION_SIZE>{});
+    case 112: return f(V2Config<scalar_t, 112, BLOCK_SIZE, PARTITION_SIZE>{});
+    case 128: return f(V2Config<scalar_t, 128, BLOCK_SIZE, PARTITION_SIZE>{});
+    case 256: return f(V2Config<scalar_t, 256, BLOCK_SIZE, PARTITION_SIZE>{});
+    default: throw std::logic_error("with_head_size: unsupported head size (checks missed it)");
+  }
+}
+
+/// Calls with_head_size for the runtime partition size.
+template <typename scalar_t, int BLOCK_SIZE, class F>
+void with_partition_size(int partition_size, int head_size, F&& f) {
+  switch (partition_size) {
+    case 64: return with_head_size<scalar_t, BLOCK_SIZE, 64>(head_size, f);
+    case 512: return with_head_size<scalar_t, BLOCK_SIZE, 512>(head_size, f);
+    default:
+      throw std::logic_error("with_partition_size: unsupported partition size (checks missed it)");
+  }
+}
+
+/// Calls f(V2Config<...>{}) for the runtime sizes: the only place that names every supported
+/// instantiation.
+template <class F>
+void with_v2_config(DType dtype, int head_size, int block_size, int partition_size, F&& f) {
+  with_scalar_t(dtype, [&](auto scalar) {
+    using scalar_t = typename decltype(scalar)::type;
+    switch (block_size) {
+      case 8: return with_partition_size<scalar_t, 8>(partition_size, head_size, f);
+      case 16: return with_partition_size<scalar_t, 16>(partition_size, head_size, f);
+      case 32: return with_partition_size<scalar_t, 32>(partition_size, head_size, f);
+      default: throw std::logic_error("with_v2_config: unsupported block size (checks missed it)");
+    }
+  });
+}
+
+static_assert(v2_shared_mem_bytes(256, 512) <= 48 * 1024,
+              "the largest instantiation stays within the 48 KiB every device grants by default");
+
+/// [launcher]
+/// paged_attention_v2's operands, output and scratch in this backend's device memory, and the
+/// two launches on them.
+class Session final : public DeviceSession::Impl {
+ public:
+  /// Copies the operands to the device; api.cpp has run checks::attention on them.
+  explicit Session(const AttentionArgs& a)
+      : dtype_(a.query.dtype()),
+        out_shape_(a.query.shape()),
+        num_seqs_(static_cast<int>(a.query.size(0))),
+        num_heads_(static_cast<int>(a.query.size(1))),
+        head_size_(static_cast<int>(a.query.size(2))),
+        num_kv_heads_(a.num_kv_heads),
+        block_size_(a.block_size),
+        max_num_blocks_per_seq_(static_cast<int>(a.block_tables.size(1))),
+        partition_size_(a.partition_size),
+        max_num_partitions_(v2_max_num_partitions(a.max_seq_len, a.partition_size)),
+        scale_(a.scale) {
+    query_ = bytes_to_device(a.query);              // [num_seqs, num_heads, head_size]
+    key_cache_ = bytes_to_device(a.key_cache);      // [blocks, kv_heads, head/x, block, x]
+    value_cache_ = bytes_to_device(a.value_cache);  // [blocks, kv_heads, head, block]
+    block_tables_ = to_device<std::int32_t>(a.block_tables);  // [num_seqs, max_blocks_per_seq]
+    seq_lens_ = to_device<std::int32_t>(a.seq_lens);          // [num_seqs]
+    out_ = simt::DeviceBuffer<unsigned char>(a.query.nbytes());  // [num_seqs, heads, head_size]
+    out_.fill_bytes(0xFF);  // NaN: an element the kernels forget to write cannot pass
+    const std::size_t partials = static_cast<std::size_t>(num_seqs_) *
+                                 static_cast<std::size_t>(num_heads_) *
+                                 static_cast<std::size_t>(max_num_partitions_);
+    exp_sums_ = nan_floats(partials);    // [num_seqs, num_heads, max_num_partitions]
+    max_logits_ = nan_floats(partials);  // [num_seqs, num_heads, max_num_partitions]
+    tmp_out_ = nan_floats(partials * static_cast<std::size_t>(head_size_));  // [.., head_size]
+  }
+
+  void launch() override {
+    if (num_seqs_ == 0) return;
+    with_v2_config(dtype_, head_size_, block_size_, partition_size_, [&](auto config) {
+      using Config = decltype(config);
+      using scalar_t = typename Config::scalar_t;
+      const auto kernel =
+          &paged_attention_v2_kernel<scalar_t, Config::head_size, Config::block_size, kNumThreads,
+                                     Config::partition_size>;
+      const int kv_head_stride = head_size_ * block_size_;
+      const int kv_block_stride = num_kv_heads_ * kv_head_stride;
+      simt::launch(kernel, dim3(num_heads_, num_seqs_, max_num_partitions_), dim3(kNumThreads),
+                   v2_shared_mem_bytes(head_size_, partition_size_), exp_sums_.data(),
+                   max_logits_.data(), tmp_out_.data(), as_elements<scalar_t>(out_),
+                   as_elements<const scalar_t>(query_), as_elements<const scalar_t>(key_cache_),
+                   as_elements<const scalar_t>(value_cache_), num_kv_heads_, scale_,
+                   block_tables_.data(), seq_lens_.data(), max_num_blocks_per_seq_,
+                   num_heads_ * head_size_, kv_block_stride, kv_head_stride);
+      throw_if_todo("paged_attention_v2_kernel", PA_LAB_IMPL);
+      // With one partition for everyone, the attention kernel wrote every output itself.
+      if (max_num_partitions_ == 1) return;
+      const auto reduce = &paged_attention_v2_reduce_kernel<scalar_t, Config::head_size,
+                                                            kNumThreads, Config::partition_size>;
+      simt::launch(reduce, dim3(num_heads_, num_seqs_), dim3(kNumThreads),
+                   v2_reduce_shared_mem_bytes(), as_elements<scalar_t>(out_), exp_sums_.data(),
+                   max_logits_.data(), tmp_out_.data(), seq_lens_.data(), max_num_partitions_);
+      throw_if_todo("paged_attention_v2_reduce_kernel", PA_LAB_IMPL);
+    });
+  }
+
+  void download(Tensor& out) const override {
+    const ArgCheck check("DeviceSession::download");
+    dtype_is(check, "out", out, dtype_, "the dtype of query");
+    shape_is(check, "out", out, out_shape_, "the shape of query");
+    out_.download(static_cast<unsigned char*>(out.data()), out.nbytes());
+  }
+
+  void upload_scratch(const Tensor& exp_sums, const Tensor& max_logits,
+                      const Tensor& tmp_out) override {
+    exp_sums_.upload(exp_sums.data_as<float>(), exp_sums_.size());
+    max_logits_.upload(max_logits.data_as<float>(), max_logits_.size());
+    tmp_out_.upload(tmp_out.data_as<float>(), tmp_out_.size());
+  }
+
+  void download_scratch(Tensor& exp_sums, Tensor& max_logits, Tensor& tmp_out) const override {
+    exp_sums_.download(exp_sums.data_as<float>(), exp_sums_.size());
+    max_logits_.download(max_logits.data_as<float>(), max_logits_.size());
+    tmp_out_.download(tmp_out.data_as<float>(), tmp_out_.size());
+  }
+
+  double timed_launch() override {
+    flusher().flush();
+    timer_.start();
+    launch();
+    return timer_.stop_seconds();
+  }
+
+  double timed_read_roofline() override {
+    if (!roofline_) roofline_ = std::make_unique<simt::ReadRoofline>(cache_spans());
+    return roofline_->timed();
+  }
+
+  double timed_cache_copy() override {
+    if (!copy_) copy_ = std::make_unique<simt::DeviceCopy>(cache_spans());
+    return copy_->timed();
+  }
+
+ private:
+  std::vector<simt::DeviceSpan> cache_spans() const {
+    return {{key_cache_.data(), key_cache_.size()}, {value_cache_.data(), value_cache_.size()}};
+  }
+  simt::L2Flusher& flusher() {
+    if (!flusher_) flusher_ = std::make_unique<simt::L2Flusher>();  // only timed runs need one
+    return *flusher_;
+  }
+
+  DType dtype_;
+  std::vector<std::int64_t> out_shape_;
+  int num_seqs_, num_heads_, head_size_, num_kv_heads_, block_size_;
+  int max_num_blocks_per_seq_, partition_size_, max_num_partitions_;
+  float scale_;
+  simt::DeviceBuffer<unsigned char> query_, key_cache_, value_cache_, out_;  // bytes of dtype_
+  simt::DeviceBuffer<std::int32_t> block_tables_, seq_lens_;
+  simt::DeviceBuffer<float> exp_sums_, max_logits_, tmp_out_;
+  simt::DeviceTimer timer_;
+  std::unique_ptr<simt::L2Flusher> flusher_;
+  std::unique_ptr<simt::ReadRoofline> roofline_;
+  std::unique_ptr<simt::DeviceCopy> copy_;
+};
+/// [launcher]
+
+class BackendLaunchers final : public Launchers {
+ public:
+  std::unique_ptr<DeviceSession::Impl> open_session(const AttentionArgs& args) const override {
+    return std::make_unique<Session>(args);
+  }
+
+  int device_count() const override { return simt::cuda_device_count(); }
+};
+
+}  // namespace
+
+const Launchers& launchers() {
+  static const BackendLaunchers instance;
+  return instance;
+}
+
+}  // namespace pa::cuda_v2::SIMT_BACKEND

@@ -1,0 +1,126 @@
+/// \file
+/// Lab 06 — vLLM's paged_attention_v2: split-KV decode attention over the paged caches of lab 05.
+/// Each sequence is cut into partitions of partition_size tokens; one thread block per (query
+/// head, sequence, partition) writes that partition's partial softmax state, and a reduce kernel
+/// merges the partials of each (sequence, head) into the output. Host tensors in, host tensors
+/// out; the caller picks where the kernels run: the SIMT emulator (every machine) or a CUDA GPU
+/// (builds in which CMake found nvcc).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <memory>
+
+#include "pa/backend.hpp"
+#include "pa/tensor.hpp"
+
+namespace pa::cuda_v2 {
+
+/// [constants]
+/// The sizes the kernels are instantiated for (template arguments, like vLLM's).
+inline constexpr std::array<int, 6> kSupportedHeadSizes{64, 80, 96, 112, 128, 256};
+inline constexpr std::array<int, 3> kSupportedBlockSizes{8, 16, 32};
+/// Partition sizes: vLLM's 512, and 64, which cuts a few thousand tokens into dozens of
+/// partitions (the tests' way to many partitions at emulator speed).
+inline constexpr std::array<int, 2> kSupportedPartitionSizes{64, 512};
+/// vLLM's partition size (PARTITION_SIZE in csrc/attention/paged_attention_v2.cu).
+inline constexpr int kPartitionSize = 512;
+
+/// Threads per thread block of both kernels (four warps).
+inline constexpr int kNumThreads = 128;
+/// Threads per warp.
+inline constexpr int kWarpSize = 32;
+/// [constants]
+
+/// [api]
+/// Returns how many partitions of partition_size tokens the longest context is cut into:
+/// ceil(max_seq_len / partition_size), the partition extent of the grid and of the scratch.
+constexpr int v2_max_num_partitions(int max_seq_len, int partition_size) {
+  return (max_seq_len + partition_size - 1) / partition_size;
+}
+
+/// One decode step of attention over the paged caches, split-KV: for every sequence s and query
+/// head h, out[s, h] = softmax(scale * K q[s, h]) V over the first seq_lens[s] tokens of s, read
+/// through block_tables[s]; query head h reads kv head h / (num_heads / num_kv_heads).
+/// A sequence of more than one partition leaves partition p's state in the scratch tensors:
+/// max_logits[s, h, p] = m (its largest logit), exp_sums[s, h, p] = sum of exp(logit - m) over
+/// its tokens, tmp_out[s, h, p, :] = sum of exp(logit - m) v over its tokens (not divided).
+/// Scratch entries of a one-partition sequence, and of partitions past a sequence's own count,
+/// are left as they were: those are never written, read or merged.
+/// out, query:          [num_seqs, num_heads, head_size]
+/// exp_sums, max_logits: [num_seqs, num_heads, max_num_partitions] float32
+/// tmp_out:             [num_seqs, num_heads, max_num_partitions, head_size] float32
+/// key_cache:           [num_blocks, num_kv_heads, head_size / x, block_size, x]
+/// value_cache:         [num_blocks, num_kv_heads, head_size, block_size]
+/// block_tables:        [num_seqs, max_num_blocks_per_seq] int32;  seq_lens: [num_seqs] int32
+/// max_num_partitions = v2_max_num_partitions(max_seq_len, partition_size); max_seq_len bounds
+/// every seq_len; partition_size is one of kSupportedPartitionSizes.
+void paged_attention_v2(Backend backend, Tensor& out, Tensor& exp_sums, Tensor& max_logits,
+                        Tensor& tmp_out, const Tensor& query, const Tensor& key_cache,
+                        const Tensor& value_cache, int num_kv_heads, float scale,
+                        const Tensor& block_tables, const Tensor& seq_lens, int block_size,
+                        int max_seq_len, int partition_size);
+
+/// Returns the bytes of dynamic shared memory the attention kernel uses: one float32 logit per
+/// token of a partition, then one float32 row of head_size per warp for the cross-warp sum.
+/// Independent of the context length: nothing here caps it.
+constexpr std::size_t v2_shared_mem_bytes(int head_size, int partition_size) {
+  return (static_cast<std::size_t>(partition_size) +
+          static_cast<std::size_t>(kNumThreads / kWarpSize) * static_cast<std::size_t>(head_size)) *
+         sizeof(float);
+}
+
+/// Returns the bytes of dynamic shared memory the reduce kernel uses: one float32 weight per
+/// thread, the tile of partitions it merges at a time. Independent of the context length.
+constexpr std::size_t v2_reduce_shared_mem_bytes() {
+  return static_cast<std::size_t>(kNumThreads) * sizeof(float);
+}
+
+/// Returns true when this build has the CUDA backend and a CUDA device is present.
+bool cuda_device_present();
+/// [api]
+
+/// [device_session]
+/// paged_attention_v2 without the host copies around it, for timing the two kernels alone
+/// (bench_lab.cpp): the operands are copied to one backend's device memory once, and the
+/// kernels run on them as often as asked, through the very launches paged_attention_v2 makes.
+class DeviceSession {
+ public:
+  /// Checks the operands as paged_attention_v2 does and copies them to `backend`'s device
+  /// memory; the session owns the output and the scratch, NaN until the first launch.
+  DeviceSession(Backend backend, const Tensor& query, const Tensor& key_cache,
+                const Tensor& value_cache, int num_kv_heads, float scale,
+                const Tensor& block_tables, const Tensor& seq_lens, int block_size,
+                int max_seq_len, int partition_size);
+  ~DeviceSession();
+  DeviceSession(DeviceSession&&) noexcept;
+  DeviceSession& operator=(DeviceSession&&) noexcept;
+
+  /// Runs the attention kernel and, when some sequence has more than one partition, the reduce
+  /// kernel, on the device copies; throws what paged_attention_v2 would.
+  void launch();
+
+  /// Copies the output to `out`: [num_seqs, num_heads, head_size], query's dtype.
+  void download(Tensor& out) const;
+
+  /// Runs launch() once and returns its seconds: on CUDA measured with events on the device's
+  /// clock after flushing the L2 cache outside the timed span (so every byte of the caches comes
+  /// from device memory); on the emulator measured with the host's clock.
+  double timed_launch();
+
+  /// The yardstick, flushed and timed like timed_launch: a read-only kernel over the key and
+  /// value caches (simt::ReadRoofline); returns its seconds.
+  double timed_read_roofline();
+
+  /// A second yardstick: a device-to-device copy of both caches; returns its seconds.
+  double timed_cache_copy();
+
+  /// One backend's half of the session (given/backend.hpp).
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+/// [device_session]
+
+}  // namespace pa::cuda_v2

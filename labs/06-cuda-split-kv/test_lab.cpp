@@ -1,0 +1,726 @@
+// Lab 06 — the graded tests. Run: tools/lab grade 06   (or ctest --preset starter -L lab06)
+//
+// Every test runs on the SIMT emulator; the same tests run again on CUDA when the build has nvcc
+// and a device is present (otherwise they are skipped with "no CUDA device"). Ground truth is
+// float64 on the host (pa::testing::reference_attention, and host_partial below for the
+// partials), computed from the very values the caches hold. Cache rows and blocks no sequence
+// owns hold NaN, block-table rows run on past each sequence's blocks (to whole partitions) into
+// an all-NaN block, and the scratch tensors start as NaN: a kernel that reads or writes one
+// entry too many fails loudly.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "pa/kv_layouts.hpp"
+#include "pa/testing.hpp"
+#include "paged_attention_v2.hpp"
+#include "simt/errors_and_settings.hpp"
+
+namespace pa::cuda_v2 {
+
+namespace {
+
+using pa::testing::AllClose;
+using pa::testing::BitIdentical;
+using pa::testing::DecodeConfig;
+using pa::testing::DecodeProblem;
+using pa::testing::KvLayout;
+using pa::testing::load;
+using pa::testing::Rng;
+using pa::testing::round_to;
+using pa::testing::store;
+using Config = DecodeConfig;
+using Problem = DecodeProblem;
+
+constexpr KvLayout kV0 = KvLayout::kV0;
+constexpr int kSmallPartition = 64;  // many partitions from a few thousand tokens
+
+/// [tolerances]
+struct Tolerance {
+  double atol;
+  double rtol;
+};
+
+/// How far the output may sit from the float64 reference, per dtype. The inputs are the same
+/// rounded values on both sides, so only the kernels' float32 arithmetic (the merge included)
+/// and the final rounding of `out` to the dtype remain.
+Tolerance tolerance(DType dtype) {
+  switch (dtype) {
+    // float32 all the way: dot products of <= 256 terms, sums over up to 128k tokens in two
+    // levels (a partition, then the merge), the GPU's approximate __expf/__fdividef. Observed
+    // error is ~1e-6; a wrong weight or a missed rescale moves outputs by > 1e-2.
+    case DType::kFloat32:
+      return {1e-4, 1e-4};
+    // float16 output: rounding to nearest costs up to 2^-11 = 4.9e-4 relative; rtol 1e-3 is two
+    // such half-ulps (the float32 error can push a value across a rounding boundary).
+    case DType::kFloat16:
+      return {1e-4, 1e-3};
+    // bfloat16 output: 8 significant bits, half an ulp is 2^-8 = 3.9e-3 relative; 8e-3 is two.
+    case DType::kBFloat16:
+      return {1e-4, 8e-3};
+    default:
+      return {0.0, 0.0};
+  }
+}
+
+// The partials are float32 whatever the dtype, computed from the same rounded inputs as the
+// host's, so their tolerances do not depend on the dtype.
+// m: a float32 logit is a dot product of <= 256 terms, scaled: observed errors ~1e-6; a token
+// too many or too few moves a partition's max by ~1e-1 or not at all (denom and acc catch that).
+constexpr double kMaxLogitTol = 1e-4;
+// denom: a float32 sum of <= 512 exponentials whose exponents carry the logits' ~1e-6 error.
+constexpr double kExpSumRtol = 1e-4;
+// acc: the same sums weighted by values ~N(0, 1); its natural scale is denom, so the tolerance
+// is 1e-4 * denom plus 1e-4 relative. Normalising (acc / denom) misses by a factor of denom.
+constexpr double kAccTol = 1e-4;
+/// [tolerances]
+
+// ---- The operands: pa/kv_layouts.hpp writes them in vLLM's V0 layout ----------------------
+
+/// A decode problem in the V0 layout, its block-table rows padded with an all-NaN block to
+/// whole partitions of the largest partition size (plus one block): an engine sizes its table
+/// rows for a long context, so a kernel that runs past a sequence's blocks reads NaN.
+Problem make_problem(Rng& rng, Config c) {
+  c.layout = kV0;
+  Problem p = pa::testing::make_decode_problem(rng, c);
+  const int largest = kSupportedPartitionSizes.back();
+  pa::testing::widen_block_tables(
+      p, v2_max_num_partitions(p.max_seq_len, largest) * (largest / c.block_size) + 1);
+  return p;
+}
+
+/// The output and the scratch of one call.
+struct V2Run {
+  Mat out;            // [num_seqs * num_heads, head_size]
+  Tensor exp_sums;    // [num_seqs, num_heads, max_num_partitions] float32
+  Tensor max_logits;  // [num_seqs, num_heads, max_num_partitions] float32
+  Tensor tmp_out;     // [num_seqs, num_heads, max_num_partitions, head_size] float32
+};
+
+/// Scratch tensors for `p` cut into partitions of `partition_size`, every entry NaN.
+V2Run nan_scratch(const Problem& p, int partition_size) {
+  const std::int64_t parts = v2_max_num_partitions(p.max_seq_len, partition_size);
+  V2Run r{Mat(), Tensor(DType::kFloat32, {p.num_seqs(), p.cfg.num_heads, parts}), Tensor(),
+          Tensor(DType::kFloat32, {p.num_seqs(), p.cfg.num_heads, parts, p.cfg.head_size})};
+  r.exp_sums.fill_bytes(0xFF);
+  r.max_logits = r.exp_sums;
+  r.tmp_out.fill_bytes(0xFF);
+  return r;
+}
+
+/// Runs the kernels under test on `scratch` (what each test put there) and returns what they
+/// left: the output as [num_seqs * num_heads, head_size] and the scratch.
+V2Run run(Backend backend, const Problem& p, int partition_size, V2Run scratch) {
+  const Config& c = p.cfg;
+  Tensor out = p.nan_out();
+  paged_attention_v2(backend, out, scratch.exp_sums, scratch.max_logits, scratch.tmp_out, p.query,
+                     p.key_cache, p.value_cache, c.num_kv_heads, p.scale(), p.block_tables,
+                     p.seq_lens, c.block_size, p.max_seq_len, partition_size);
+  scratch.out = pa::testing::to_mat(out, Eigen::Index{p.num_seqs()} * c.num_heads, c.head_size);
+  return scratch;
+}
+
+/// The same on NaN scratch.
+V2Run run(Backend backend, const Problem& p, int partition_size) {
+  return run(backend, p, partition_size, nan_scratch(p, partition_size));
+}
+
+/// Expects `got` within the dtype's tolerance of the float64 reference, naming a failing
+/// element by sequence, head and dimension.
+void expect_close_to_reference(const Problem& p, const Mat& got,
+                               std::optional<double> tolerance_override = std::nullopt) {
+  const Tolerance tol = tolerance(p.cfg.dtype);
+  EXPECT_TRUE(AllClose(pa::testing::expected_decode(p), got, tolerance_override.value_or(tol.atol),
+                       tolerance_override.value_or(tol.rtol),
+                       pa::testing::decode_labels(p.cfg.num_heads)));
+}
+
+/// Builds `c`, checks its softmax is peaked, and checks the output at every partition size
+/// given against the reference.
+void expect_matches_reference(Backend backend, const Config& c, std::uint64_t seed,
+                              const std::vector<int>& partition_sizes) {
+  SCOPED_TRACE(pa::testing::describe(c));
+  Rng rng(seed);
+  const Problem p = make_problem(rng, c);
+  EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+  for (const int partition_size : partition_sizes) {
+    SCOPED_TRACE("partition_size " + std::to_string(partition_size));
+    expect_close_to_reference(p, run(backend, p, partition_size).out);
+  }
+}
+
+// ---- The partials on the host ----------------------------------------------------------------
+
+/// [host_partial]
+/// One partition's softmax state, in float64 from the stored inputs.
+struct HostPartial {
+  double m = 0.0;      // the largest logit
+  double denom = 0.0;  // sum of exp(logit - m)
+  Vec acc;             // [head_size] sum of exp(logit - m) v, not divided
+};
+
+/// (m, denom, acc) of query head h of sequence s over its tokens [first, last), with the
+/// kernel's float32 scale.
+HostPartial host_partial(const Problem& p, int s, int h, int first, int last) {
+  const int d = p.cfg.head_size;
+  const Eigen::Index kv_col = Eigen::Index{h / (p.cfg.num_heads / p.cfg.num_kv_heads)} * d;
+  const Mat& k = p.k[static_cast<std::size_t>(s)];  // [seq_len, num_kv_heads * head_size]
+  const Mat& v = p.v[static_cast<std::size_t>(s)];
+  const Eigen::RowVectorXd q = p.q.row(Eigen::Index{s} * p.cfg.num_heads + h);
+  std::vector<long double> logits;
+  for (int t = first; t < last; ++t) {
+    long double dot = 0;
+    for (int i = 0; i < d; ++i) dot += static_cast<long double>(q[i]) * k(t, kv_col + i);
+    logits.push_back(dot * static_cast<long double>(p.scale()));
+  }
+  HostPartial r;
+  const long double m = *std::max_element(logits.begin(), logits.end());
+  std::vector<long double> acc(static_cast<std::size_t>(d), 0.0L);
+  long double denom = 0;
+  for (int t = first; t < last; ++t) {
+    const long double e = std::exp(logits[static_cast<std::size_t>(t - first)] - m);
+    denom += e;
+    for (int i = 0; i < d; ++i) acc[static_cast<std::size_t>(i)] += e * v(t, kv_col + i);
+  }
+  r.m = static_cast<double>(m);
+  r.denom = static_cast<double>(denom);
+  r.acc = Vec(d);
+  for (int i = 0; i < d; ++i) r.acc[i] = static_cast<double>(acc[static_cast<std::size_t>(i)]);
+  return r;
+}
+/// [host_partial]
+
+/// Passes when every scratch entry the kernels must write (partition p < its sequence's own
+/// count, for sequences of more than one partition) matches the host's (m, denom, acc), and
+/// every other entry still holds exactly what `before` held (never written).
+::testing::AssertionResult PartialsMatchHost(const Problem& p, const V2Run& before,
+                                             const V2Run& after, int partition_size) {
+  const int num_heads = p.cfg.num_heads, head_size = p.cfg.head_size;
+  const int parts = v2_max_num_partitions(p.max_seq_len, partition_size);
+  const auto same_bits = [](const Tensor& a, const Tensor& b, std::int64_t i) {
+    return std::memcmp(a.data_as<float>() + i, b.data_as<float>() + i, sizeof(float)) == 0;
+  };
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    const int len = p.cfg.seq_lens[static_cast<std::size_t>(s)];
+    const int own = v2_max_num_partitions(len, partition_size);
+    for (int h = 0; h < num_heads; ++h) {
+      for (int part = 0; part < parts; ++part) {
+        const std::int64_t i = (std::int64_t{s} * num_heads + h) * parts + part;
+        std::ostringstream where;
+        where << "sequence " << s << " (" << len << " tokens, " << own
+              << " partition(s)), head " << h << ", partition " << part;
+        if (own == 1 || part >= own) {
+          const char* why = own == 1 ? "a one-partition sequence writes out directly"
+                                     : "past the sequence's own partitions";
+          if (!same_bits(before.max_logits, after.max_logits, i) ||
+              !same_bits(before.exp_sums, after.exp_sums, i)) {
+            return ::testing::AssertionFailure()
+                   << where.str() << ": max_logits/exp_sums were written (" << why
+                   << "): max_logits " << load(after.max_logits, i) << ", exp_sums "
+                   << load(after.exp_sums, i);
+          }
+          for (int d = 0; d < head_size; ++d) {
+            if (!same_bits(before.tmp_out, after.tmp_out, i * head_size + d)) {
+              return ::testing::AssertionFailure() << where.str() << ": tmp_out dimension " << d
+                                                   << " was written (" << why << ")";
+            }
+          }
+          continue;
+        }
+        const int first = part * partition_size;
+        const int last = std::min(first + partition_size, len);
+        const HostPartial want = host_partial(p, s, h, first, last);
+        const double m = load(after.max_logits, i), denom = load(after.exp_sums, i);
+        if (!(std::abs(m - want.m) <= kMaxLogitTol)) {
+          return ::testing::AssertionFailure()
+                 << where.str() << ": max_logits " << m << ", the host's max over tokens ["
+                 << first << ", " << last << ") is " << want.m << " (tolerance " << kMaxLogitTol
+                 << ")";
+        }
+        if (!(std::abs(denom - want.denom) <= kExpSumRtol * want.denom)) {
+          return ::testing::AssertionFailure()
+                 << where.str() << ": exp_sums " << denom << ", the host's sum of exp(logit - m)"
+                 << " over tokens [" << first << ", " << last << ") is " << want.denom;
+        }
+        for (int d = 0; d < head_size; ++d) {
+          const double got = load(after.tmp_out, i * head_size + d);
+          const double tol = kAccTol * want.denom + kAccTol * std::abs(want.acc[d]);
+          if (!(std::abs(got - want.acc[d]) <= tol)) {
+            return ::testing::AssertionFailure()
+                   << where.str() << ": tmp_out dimension " << d << " is " << got
+                   << ", the host's undivided sum of exp(logit - m) v is " << want.acc[d]
+                   << " (denom " << want.denom << ", tolerance " << tol << ")";
+          }
+        }
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// ---- The fixture: every test once per backend ---------------------------------------------
+
+class PagedAttentionV2 : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (backend() == Backend::kCuda && !cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+    // The emulator fills shared memory with NaN at block start, so a kernel that reads a logit
+    // or a warp's row it never wrote fails here (a GPU would hand it whatever was left there).
+    saved_nan_fill_ = simt::fill_shared_with_nan();
+    simt::set_fill_shared_with_nan(true);
+  }
+  void TearDown() override { simt::set_fill_shared_with_nan(saved_nan_fill_); }
+  Backend backend() const { return GetParam(); }
+
+ private:
+  bool saved_nan_fill_ = false;
+};
+
+INSTANTIATE_TEST_SUITE_P(, PagedAttentionV2, ::testing::Values(Backend::kEmulator, Backend::kCuda),
+                         pa::testing::backend_test_name);
+
+// ---- Every dtype, head size, block size and partition size ---------------------------------
+
+/// [test_grid]
+// Each dtype over all 6 head sizes x 3 block sizes x 2 partition sizes (36 instantiations of
+// each kernel per test). The lengths end mid-block and mid-partition: 4 partitions of 64 and one
+// of 512, a single token, and 9 partitions of 64 or 2 of 512; GQA 4/2.
+void expect_grid(Backend backend, DType dtype, std::uint64_t seed) {
+  for (const int block_size : kSupportedBlockSizes) {
+    for (const int head_size : kSupportedHeadSizes) {
+      Config c;
+      c.dtype = dtype;
+      c.head_size = head_size;
+      c.block_size = block_size;
+      c.seq_lens = {3 * kSmallPartition + 2 * block_size + 3, 1, kPartitionSize + block_size + 1};
+      expect_matches_reference(backend, c, seed + static_cast<std::uint64_t>(head_size * block_size),
+                               {kSmallPartition, kPartitionSize});
+    }
+  }
+}
+
+TEST_P(PagedAttentionV2, EveryHeadBlockAndPartitionSizeFloat32) {
+  expect_grid(GetParam(), DType::kFloat32, 600);
+}
+TEST_P(PagedAttentionV2, EveryHeadBlockAndPartitionSizeFloat16) {
+  expect_grid(GetParam(), DType::kFloat16, 700);
+}
+TEST_P(PagedAttentionV2, EveryHeadBlockAndPartitionSizeBFloat16) {
+  expect_grid(GetParam(), DType::kBFloat16, 800);
+}
+/// [test_grid]
+
+// ---- Partition edges, ragged batches, the poisoned tail ------------------------------------
+
+/// [test_edges]
+TEST_P(PagedAttentionV2, PartitionEdgesInOneBatch) {
+  // 1, P - 1, P, P + 1, 2P and 2P + 1 tokens in one batch, for vLLM's P = 512 and for P = 64:
+  // a partition that ends one token early, exactly, or one token into the next partition.
+  for (const int partition_size : {kPartitionSize, kSmallPartition}) {
+    SCOPED_TRACE("partition_size " + std::to_string(partition_size));
+    Config c;
+    c.dtype = DType::kFloat16;
+    c.head_size = 64;
+    c.block_size = 16;
+    c.num_heads = 2;
+    c.num_kv_heads = 1;
+    const int P = partition_size;
+    c.seq_lens = {1, P - 1, P, P + 1, 2 * P, 2 * P + 1};
+    Rng rng(901 + static_cast<std::uint64_t>(P));
+    const Problem p = make_problem(rng, c);
+    // The data really is poisoned: the rows after a sequence's last token, and the table's
+    // entries after its last block, are NaN.
+    for (int s = 0; s < p.num_seqs(); ++s) {
+      const int len = c.seq_lens[static_cast<std::size_t>(s)];
+      const auto& blocks = p.blocks[static_cast<std::size_t>(s)];
+      if (len % c.block_size != 0) {
+        ASSERT_TRUE(std::isnan(load(p.value_cache, pa::testing::value_index(
+                                                       kV0, p.value_cache, blocks.back(), 0,
+                                                       len % c.block_size, 0))));
+      }
+      const std::int64_t width = p.block_tables.size(1);
+      const int pad_id = p.block_tables.data_as<std::int32_t>()[s * width + width - 1];
+      ASSERT_TRUE(std::isnan(load(p.key_cache, pa::testing::key_index(kV0, p.key_cache, pad_id,
+                                                                      0, 0, 0))));
+    }
+    EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+    expect_close_to_reference(p, run(GetParam(), p, partition_size).out);
+  }
+}
+/// [test_edges]
+
+TEST_P(PagedAttentionV2, RaggedBatchOfManyPartitionCounts) {
+  // Six sequences from 45 to 2049 tokens, none a multiple of the block or partition size but
+  // one, in bfloat16 with block size 32 and GQA 4/2: 74 partitions of 64, or 12 of 512.
+  Config c;
+  c.dtype = DType::kBFloat16;
+  c.head_size = 128;
+  c.block_size = 32;
+  c.seq_lens = {777, 45, 1300, 64, 2049, 300};
+  expect_matches_reference(GetParam(), c, 902, {kPartitionSize, kSmallPartition});
+}
+
+TEST_P(PagedAttentionV2, OnePartitionNextToSixtyFour) {
+  // One sequence fits one partition, the other needs 64: the first is written by the attention
+  // kernel, the second by the reduce, in the same launch. On the emulator with P = 64 (4096
+  // tokens); on a GPU also with P = 512 (32768 tokens).
+  Config c;
+  c.dtype = DType::kFloat16;
+  c.head_size = 128;
+  c.block_size = 16;
+  c.num_heads = 2;
+  c.num_kv_heads = 2;
+  c.seq_lens = {30, 64 * kSmallPartition};
+  expect_matches_reference(GetParam(), c, 903, {kSmallPartition});
+  if (GetParam() == Backend::kCuda) {
+    c.seq_lens = {300, 64 * kPartitionSize};
+    expect_matches_reference(GetParam(), c, 904, {kPartitionSize});
+  }
+}
+
+// ---- The partials ------------------------------------------------------------------------------
+
+/// [test_partials]
+TEST_P(PagedAttentionV2, PartialsMatchTheHostPerPartition) {
+  // Each partition's (m, denom, acc) against the host's, for every head: a reduce that happens
+  // to hide a wrong partial cannot make this pass. One-partition sequences and the empty
+  // trailing partitions must leave their scratch entries untouched.
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.head_size = 80;
+  c.block_size = 16;
+  for (const auto& [partition_size, lens] :
+       {std::pair{kPartitionSize, std::vector<int>{1500, 700, 200}},
+        std::pair{kSmallPartition, std::vector<int>{300, 130, 40}}}) {
+    SCOPED_TRACE("partition_size " + std::to_string(partition_size));
+    c.seq_lens = lens;
+    Rng rng(905 + static_cast<std::uint64_t>(partition_size));
+    const Problem p = make_problem(rng, c);
+    const V2Run before = nan_scratch(p, partition_size);
+    const V2Run after = run(GetParam(), p, partition_size, before);
+    EXPECT_TRUE(PartialsMatchHost(p, before, after, partition_size));
+    expect_close_to_reference(p, after.out);
+  }
+}
+/// [test_partials]
+
+TEST_P(PagedAttentionV2, OnePartitionWritesOutWithoutTheReduce) {
+  // Every sequence fits one partition: the attention kernel writes out itself, and no scratch
+  // entry is touched (the launcher does not even start the reduce: max_num_partitions is 1).
+  Config c;
+  c.dtype = DType::kBFloat16;
+  c.head_size = 96;
+  c.block_size = 8;
+  for (const auto& [partition_size, lens] :
+       {std::pair{kPartitionSize, std::vector<int>{512, 1, 300, 77}},
+        std::pair{kSmallPartition, std::vector<int>{64, 17, 1}}}) {
+    SCOPED_TRACE("partition_size " + std::to_string(partition_size));
+    c.seq_lens = lens;
+    Rng rng(906 + static_cast<std::uint64_t>(partition_size));
+    const Problem p = make_problem(rng, c);
+    const V2Run before = nan_scratch(p, partition_size);
+    const V2Run after = run(GetParam(), p, partition_size, before);
+    EXPECT_TRUE(PartialsMatchHost(p, before, after, partition_size));
+    expect_close_to_reference(p, after.out);
+  }
+}
+
+/// [test_empty_partitions]
+TEST_P(PagedAttentionV2, EmptyTrailingPartitionsAreNeverWrittenOrMerged) {
+  // The grid has 3 partitions per sequence (the longest has 1100 tokens); the others need 1 and
+  // 2. Their trailing entries hold a previous step's finite leftovers, with a max logit of 50
+  // that beats every real one: a kernel that writes them changes them, a reduce that merges
+  // them drags every weight towards the leftover.
+  Config c;
+  c.dtype = DType::kFloat16;
+  c.head_size = 64;
+  c.block_size = 32;
+  c.seq_lens = {1100, 40, 600};
+  Rng rng(907);
+  const Problem p = make_problem(rng, c);
+  V2Run before = nan_scratch(p, kPartitionSize);
+  const int parts = v2_max_num_partitions(p.max_seq_len, kPartitionSize);
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    const int own = v2_max_num_partitions(c.seq_lens[static_cast<std::size_t>(s)], kPartitionSize);
+    for (int h = 0; h < c.num_heads; ++h) {
+      for (int part = own; part < parts; ++part) {
+        const std::int64_t i = (std::int64_t{s} * c.num_heads + h) * parts + part;
+        store(before.max_logits, i, 50.0);
+        store(before.exp_sums, i, 1.0);
+        for (int d = 0; d < c.head_size; ++d) store(before.tmp_out, i * c.head_size + d, 1000.0);
+      }
+    }
+  }
+  const V2Run after = run(GetParam(), p, kPartitionSize, before);
+  EXPECT_TRUE(PartialsMatchHost(p, before, after, kPartitionSize));
+  expect_close_to_reference(p, after.out);
+}
+/// [test_empty_partitions]
+
+// ---- The merge ------------------------------------------------------------------------------
+
+/// [test_merge]
+TEST_P(PagedAttentionV2, OnePartitionEqualsManyPartitions) {
+  // v2 equals v1 where v1 runs: with P = 512 these sequences are one partition each, so one
+  // thread block holds every logit and divides once (v1's algorithm); with P = 64 they are cut
+  // into 8, 5 and 1 partitions and merged. Both are float32 sums of the same terms in another
+  // order: observed to agree to ~1e-7, so 1e-5 leaves room and still sees one token's weight.
+  constexpr double kSameSumsTol = 1e-5;
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.head_size = 128;
+  c.block_size = 16;
+  c.seq_lens = {512, 300, 1};
+  Rng rng(908);
+  const Problem p = make_problem(rng, c);
+  const Mat whole = run(GetParam(), p, kPartitionSize).out;
+  const Mat split = run(GetParam(), p, kSmallPartition).out;
+  EXPECT_TRUE(AllClose(whole, split, kSameSumsTol, kSameSumsTol,
+                       pa::testing::decode_labels(c.num_heads, "one partition", "64 per partition")));
+  expect_close_to_reference(p, whole);
+  expect_close_to_reference(p, split);
+}
+
+TEST_P(PagedAttentionV2, PartitionMaxesFarApartAreRescaled) {
+  // Three keys in the last partition point along their query head, with logits about 140 above
+  // everything in the first partition: the merge must rescale each partition to the global
+  // max. Taking partition 0's max as the global one overflows exp() (e^140 > float32's 3.4e38);
+  // skipping the rescale mixes partials that are on scales e^140 apart.
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.head_size = 64;
+  c.block_size = 16;
+  c.num_heads = 2;
+  c.num_kv_heads = 2;  // one query head per kv head, so each hot key can aim at its query
+  c.seq_lens = {1500};
+  Rng rng(909);
+  Problem p = make_problem(rng, c);
+  const int width = c.num_kv_heads * c.head_size;
+  for (const auto& [token, strength] : {std::pair{1400, 7.0}, std::pair{1410, 6.98},
+                                        std::pair{1450, 6.95}}) {
+    Eigen::RowVectorXd hot_key(width);  // [num_kv_heads * head_size]
+    for (int h = 0; h < c.num_kv_heads; ++h) {
+      hot_key.segment(h * c.head_size, c.head_size) =
+          strength * p.q.row(h).array().sign().matrix();
+    }
+    p.k[0].row(token) = hot_key;
+    const int block = p.blocks[0][static_cast<std::size_t>(token / c.block_size)];
+    pa::testing::put_token(kV0, p.key_cache, p.value_cache, block, token % c.block_size, hot_key,
+                           p.v[0].row(token));
+  }
+  // The data really is what the comment says, for both heads and both partition sizes.
+  for (int h = 0; h < c.num_heads; ++h) {
+    const Vec s = pa::testing::scores(p.q.row(h).transpose(), p.k[0].middleCols(h * c.head_size,
+                                                                                c.head_size));
+    ASSERT_GT(s.segment(1400, 100).maxCoeff() - s.head(kSmallPartition).maxCoeff(), 120.0);
+  }
+  for (const int partition_size : {kPartitionSize, kSmallPartition}) {
+    SCOPED_TRACE("partition_size " + std::to_string(partition_size));
+    expect_close_to_reference(p, run(GetParam(), p, partition_size).out);
+  }
+}
+/// [test_merge]
+
+TEST_P(PagedAttentionV2, LargeLogitsStayFinite) {
+  // Scores up to 300 in every partition (exp overflows float32 above ~88): each partition must
+  // subtract its own maximum before exp, and the merge rescale partitions whose maxima lie tens
+  // apart.
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.head_size = 64;
+  c.block_size = 8;
+  c.num_heads = 2;
+  c.num_kv_heads = 1;
+  c.seq_lens = {1100};
+  Rng rng(910);
+  Problem p = make_problem(rng, c);
+  for (int h = 0; h < c.num_heads; ++h) {  // scale each head's query so its top score is 300
+    const double top = pa::testing::scores(p.q.row(h).transpose(), p.k[0]).maxCoeff();
+    ASSERT_GT(top, 0.0);
+    p.q.row(h) *= 300.0 / top;
+    for (int d = 0; d < c.head_size; ++d) {
+      p.q(h, d) = round_to(c.dtype, p.q(h, d));
+      store(p.query, h * c.head_size + d, p.q(h, d));
+    }
+  }
+  // Scores of ~300 carry ~300x the absolute float32 rounding of scores of ~1, and exp() passes
+  // that on to the weights; 1e-3 is still far below what a wrong maximum produces.
+  constexpr double kLargeLogitTol = 1e-3;
+  for (const int partition_size : {kPartitionSize, kSmallPartition}) {
+    SCOPED_TRACE("partition_size " + std::to_string(partition_size));
+    expect_close_to_reference(p, run(GetParam(), p, partition_size).out, kLargeLogitTol);
+  }
+}
+
+TEST_P(PagedAttentionV2, StaleKeysPastTheEndNeverSetTheMax) {
+  // The rows after a sequence's last token hold a freed sequence's keys: finite, and aimed
+  // along the query so that their logits (~1e4) dwarf the real ones. They belong to the last
+  // partition's last block; neither its logits, nor its max, nor its values may see them.
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.head_size = 64;
+  c.block_size = 16;
+  c.num_heads = 3;
+  c.num_kv_heads = 3;  // one query head per kv head, so each stale key can aim at its query
+  c.seq_lens = {549, 5, 625};
+  Rng rng(911);
+  Problem p = make_problem(rng, c);
+  constexpr double kStale = 1e3;  // every element of a stale key or value row, up to sign
+  const int width = c.num_kv_heads * c.head_size;
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    const int len = c.seq_lens[static_cast<std::size_t>(s)];
+    Eigen::RowVectorXd stale_key(width);  // [num_kv_heads * head_size]
+    for (int h = 0; h < c.num_kv_heads; ++h) {
+      stale_key.segment(h * c.head_size, c.head_size) =
+          kStale * p.q.row(s * c.num_heads + h).array().sign().matrix();
+    }
+    const Eigen::RowVectorXd stale_value = Eigen::RowVectorXd::Constant(width, kStale);
+    const int last = p.blocks[static_cast<std::size_t>(s)].back();
+    for (int row = len % c.block_size; row < c.block_size; ++row) {
+      pa::testing::put_token(kV0, p.key_cache, p.value_cache, last, row, stale_key, stale_value);
+    }
+  }
+  EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+  for (const int partition_size : {kPartitionSize, kSmallPartition}) {
+    SCOPED_TRACE("partition_size " + std::to_string(partition_size));
+    expect_close_to_reference(p, run(GetParam(), p, partition_size).out);
+  }
+}
+
+TEST_P(PagedAttentionV2, OneTokenReturnsItsValueExactly) {
+  // With one key the softmax is exactly [1]: out must be that token's V row, bit for bit, at
+  // either partition size, though the 15 rows after it in the block are NaN.
+  Config c;
+  c.dtype = DType::kBFloat16;
+  c.seq_lens = {1, 1};
+  Rng rng(912);
+  const Problem p = make_problem(rng, c);
+  const int group = c.num_heads / c.num_kv_heads;
+  for (const int partition_size : {kPartitionSize, kSmallPartition}) {
+    const Mat out = run(GetParam(), p, partition_size).out;
+    for (int s = 0; s < 2; ++s) {
+      for (int h = 0; h < c.num_heads; ++h) {
+        const Eigen::Index col = Eigen::Index{h / group} * c.head_size;
+        EXPECT_TRUE(
+            BitIdentical(p.v[s].middleCols(col, c.head_size), out.row(s * c.num_heads + h)))
+            << "partition_size " << partition_size << ", sequence " << s << " head " << h;
+      }
+    }
+  }
+}
+
+// ---- Heads ------------------------------------------------------------------------------------
+
+TEST_P(PagedAttentionV2, GroupedQueryThirtyTwoHeadsOverFour) {
+  // Eight query heads per kv head, each (head, partition) its own thread block.
+  Config c;
+  c.dtype = DType::kBFloat16;
+  c.head_size = 128;
+  c.block_size = 32;
+  c.num_heads = 32;
+  c.num_kv_heads = 4;
+  c.seq_lens = {700, 33};
+  expect_matches_reference(GetParam(), c, 913, {kPartitionSize, kSmallPartition});
+}
+
+TEST_P(PagedAttentionV2, MultiHeadOneKvHeadPerQueryHead) {
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.head_size = 112;
+  c.block_size = 8;
+  c.num_heads = 6;
+  c.num_kv_heads = 6;
+  c.seq_lens = {129, 1000, 8};
+  expect_matches_reference(GetParam(), c, 914, {kPartitionSize, kSmallPartition});
+}
+
+// ---- Invariances ---------------------------------------------------------------------------
+
+/// [test_invariance]
+TEST_P(PagedAttentionV2, PagingIsInvisibleBitForBit) {
+  // The same logical tokens dealt to other physical blocks (and a bigger cache) give the same
+  // bits: the kernels' arithmetic may depend on token order, never on block ids.
+  Config c;
+  c.dtype = DType::kFloat16;
+  c.block_size = 8;
+  c.seq_lens = {610, 9, 130};
+  Rng rng(915);
+  Problem a = make_problem(rng, c);
+  Problem b = a;
+  b.cfg.spare_blocks = 11;
+  pa::testing::place_shuffled(b, rng);
+  pa::testing::widen_block_tables(b, static_cast<int>(a.block_tables.size(1)));
+  ASSERT_NE(a.blocks, b.blocks);
+  for (const int partition_size : {kPartitionSize, kSmallPartition}) {
+    EXPECT_TRUE(BitIdentical(run(GetParam(), a, partition_size).out,
+                             run(GetParam(), b, partition_size).out))
+        << "partition_size " << partition_size;
+  }
+}
+
+TEST_P(PagedAttentionV2, SchedulesAgreeBitForBit) {
+  // On the emulator: the threads of each block run first-to-last, last-to-first and shuffled
+  // between synchronisation points, and the blocks of the grid in those orders too. Kernels
+  // with every barrier in place give the same bits every time; a missing __syncthreads makes
+  // the result depend on the order. On a GPU: three runs agree.
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.head_size = 80;
+  c.block_size = 16;
+  c.seq_lens = {700, 3, 140};
+  Rng rng(916);
+  const Problem p = make_problem(rng, c);
+  struct Restore {
+    simt::Schedule schedule = simt::schedule();
+    std::uint64_t seed = simt::schedule_seed();
+    ~Restore() { simt::set_schedule(schedule, seed); }
+  } restore;
+  for (const int partition_size : {kPartitionSize, kSmallPartition}) {
+    SCOPED_TRACE("partition_size " + std::to_string(partition_size));
+    simt::set_schedule(simt::Schedule::Forward);
+    const V2Run forward = run(GetParam(), p, partition_size);
+    simt::set_schedule(simt::Schedule::Reverse);
+    const V2Run reverse = run(GetParam(), p, partition_size);
+    simt::set_schedule(simt::Schedule::Random, 2024);
+    const V2Run shuffled = run(GetParam(), p, partition_size);
+    EXPECT_TRUE(BitIdentical(forward.out, reverse.out)) << "forward vs reverse";
+    EXPECT_TRUE(BitIdentical(forward.out, shuffled.out)) << "forward vs random:2024";
+    EXPECT_TRUE(std::memcmp(forward.tmp_out.data(), reverse.tmp_out.data(),
+                            forward.tmp_out.nbytes()) == 0 &&
+                std::memcmp(forward.tmp_out.data(), shuffled.tmp_out.data(),
+                            forward.tmp_out.nbytes()) == 0)
+        << "the partials in tmp_out differ between schedules";
+    expect_close_to_reference(p, forward.out);
+  }
+}
+/// [test_invariance]
+
+// ---- Long contexts: no cap from shared memory ------------------------------------------------
+
+/// [test_long_context]
+TEST_P(PagedAttentionV2, LongContextsHaveNoSharedMemoryCap) {
+  // v1 keeps every logit in shared memory, which caps its context (24,576 tokens on the
+  // emulator). v2's shared memory does not grow with the context. On a GPU: 131,072 tokens
+  // (256 partitions of 512: two tiles of the reduce) next to 32,771 and 7. On the emulator, within
+  // its time budget: 8,325 tokens in 131 partitions of 64 (also two tiles), next to 700.
+  Config c;
+  c.dtype = DType::kFloat16;
+  c.head_size = 128;
+  c.block_size = 16;
+  c.num_heads = 2;
+  c.num_kv_heads = 1;
+  const bool gpu = GetParam() == Backend::kCuda;
+  c.seq_lens = gpu ? std::vector<int>{131072, 32771, 7} : std::vector<int>{8325, 700};
+  expect_matches_reference(GetParam(), c, 917, {gpu ? kPartitionSize : kSmallPartition});
+}
+/// [test_long_context]
+
+}  // namespace
+}  // namespace pa::cuda_v2
