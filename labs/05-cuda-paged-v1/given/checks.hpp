@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "given/backend.hpp"
+#include "pa/decode_checks.hpp"
 #include "pa/tensor_checks.hpp"
 
 namespace pa::cuda_v1 {
@@ -17,11 +18,8 @@ namespace checks {
 /// the block size must be ones it is instantiated for.
 inline void kernel_config(const ArgCheck& check, DType dtype, std::int64_t head_size,
                           std::int64_t block_size) {
-  check.that(is_floating(dtype), "dtype", "float32, float16 or bfloat16", dtype_name(dtype));
-  check.that(is_one_of(kSupportedHeadSizes, head_size), "head_size (query.shape[2])",
-             "one of " + list_string(kSupportedHeadSizes), std::to_string(head_size));
-  check.that(is_one_of(kSupportedBlockSizes, block_size), "block_size",
-             "one of " + list_string(kSupportedBlockSizes), std::to_string(block_size));
+  check_decode_kernel_config(check, dtype, head_size, block_size, kSupportedHeadSizes,
+                             kSupportedBlockSizes);
 }
 
 /// Checks the shapes and dtypes of reshape_and_cache's tensors and that every slot names a row
@@ -62,73 +60,19 @@ inline void reshape_and_cache(const Tensor& key, const Tensor& value, const Tens
   }
 }
 
-/// Checks the operands of an attention call: supported head and block sizes, the cache
-/// layouts, int32 block tables, 1 <= seq_len <= min(max_seq_len, the table's capacity), and that
-/// every block a sequence reads is a block of the cache. `function` prefixes the messages.
+/// Checks the operands of an attention call (common/pa/decode_checks.hpp: the rules every lab
+/// over these caches shares); `function` prefixes the messages.
 inline void attention(const char* function, const AttentionArgs& args) {
-  const ArgCheck check(function);
-  const Tensor& query = args.query;
-  const Tensor& key_cache = args.key_cache;
-  const Tensor& value_cache = args.value_cache;
-  const Tensor& block_tables = args.block_tables;
-  const Tensor& seq_lens = args.seq_lens;
-  const int block_size = args.block_size;
-  rank_is(check, "query", query, 3, "[num_seqs, num_heads, head_size]");
-  check.that(is_floating(query.dtype()), "query.dtype", "float32, float16 or bfloat16",
-             dtype_name(query.dtype()));
-  const std::int64_t num_seqs = query.size(0), num_heads = query.size(1);
-  const std::int64_t head_size = query.size(2);
-  kernel_config(check, query.dtype(), head_size, block_size);
-
-  check.positive("num_kv_heads", args.num_kv_heads);
-  check.multiple_of("num_heads (query.shape[1])", num_heads, args.num_kv_heads, "num_kv_heads");
-
-  const int x = x_of(query.dtype());
-  rank_is(check, "key_cache", key_cache, 5,
-          "[num_blocks, num_kv_heads, head_size / x, block_size, x]");
-  dtype_is(check, "key_cache", key_cache, query.dtype(), "the dtype of query");
-  const std::int64_t num_blocks = key_cache.size(0);
-  shape_is(
-      check, "key_cache", key_cache, {num_blocks, args.num_kv_heads, head_size / x, block_size, x},
-      "[num_blocks, num_kv_heads, head_size / x, block_size, x] with x = " + std::to_string(x));
-  dtype_is(check, "value_cache", value_cache, query.dtype(), "the dtype of query");
-  shape_is(check, "value_cache", value_cache,
-           {num_blocks, args.num_kv_heads, head_size, block_size},
-           "[num_blocks, num_kv_heads, head_size, block_size]");
-
-  dtype_is(check, "block_tables", block_tables, DType::kInt32,
-           "int32, as vLLM's kernels and flash-attn require");
-  rank_is(check, "block_tables", block_tables, 2, "[num_seqs, max_num_blocks_per_seq]");
-  check.equal("block_tables.shape[0]", block_tables.size(0), num_seqs, "num_seqs");
-  dtype_is(check, "seq_lens", seq_lens, DType::kInt32, "int32, as in vLLM");
-  shape_is(check, "seq_lens", seq_lens, {num_seqs}, "[num_seqs]");
-  check.positive("max_seq_len", args.max_seq_len);
-
-  const std::int64_t max_blocks = block_tables.size(1);
-  const std::int32_t* lens = seq_lens.data_as<std::int32_t>();
-  const std::int32_t* table = block_tables.data_as<std::int32_t>();
-  for (std::int64_t s = 0; s < num_seqs; ++s) {
-    const std::string name = "seq_lens[" + std::to_string(s) + "]";
-    check.positive(name, lens[s]);
-    check.at_most(name, lens[s], max_blocks * block_size,
-                  "block_tables.shape[1] * block_size: the blocks its table row holds");
-    check.at_most(name, lens[s], args.max_seq_len, "max_seq_len");
-    const std::int64_t blocks_read = (lens[s] + block_size - 1) / block_size;
-    for (std::int64_t b = 0; b < blocks_read; ++b) {
-      const std::int32_t id = table[s * max_blocks + b];
-      check.that(id >= 0 && id < num_blocks,
-                 "block_tables[" + std::to_string(s) + ", " + std::to_string(b) + "]",
-                 "a block id in [0, " + std::to_string(num_blocks) + ") (key_cache.shape[0])",
-                 std::to_string(id));
-    }
-  }
+  check_v0_decode_operands(ArgCheck(function),
+                           V0DecodeOperands{args.query, args.key_cache, args.value_cache,
+                                            args.num_kv_heads, args.block_tables, args.seq_lens,
+                                            args.block_size, args.max_seq_len},
+                           kSupportedHeadSizes, kSupportedBlockSizes);
 }
 
 /// Checks that `out` has query's dtype and shape.
 inline void out_like_query(const char* function, const Tensor& out, const Tensor& query) {
-  const ArgCheck check(function);
-  dtype_is(check, "out", out, query.dtype(), "the dtype of query");
-  shape_is(check, "out", out, query.shape(), "the shape of query");
+  check_out_like_query(ArgCheck(function), out, query);
 }
 
 /// The message for a context longer than the v1 kernel can hold in shared memory; names the
