@@ -1,6 +1,5 @@
 // Lab 07 — benchmarks: what the emulator costs per tile, and on a GPU how close this kernel, lab
-// 05's v1 and (once lab 06 is in the tree) lab 06's v2 come to the device's read roofline on
-// the same decode batches.
+// 05's v1 and lab 06's v2 come to the device's read roofline on the same decode batches.
 //
 //   cmake --preset solution && cmake --build --preset solution --target lab07_bench
 //   build/solution/lab07_bench --benchmark_min_time=0.2
@@ -17,8 +16,7 @@
 // blocks dealt from a shuffled order; per shape {seqs, tokens, heads, kv_heads}:
 //   BM_GpuGqaDecode             this kernel over the flash layout, default partitions;
 //   BM_GpuPagedAttentionV1      lab 05's v1 over the V0 layout (lab05_impl);
-//   BM_GpuPagedAttentionV2      lab 06's v2 over the V0 layout: the slot below, registered once
-//                               lab 06 has landed and lab06_impl is linked (not yet);
+//   BM_GpuPagedAttentionV2      lab 06's v2 over the V0 layout, partitions of 512 (lab06_impl);
 //   BM_GpuReadRoofline          the yardstick: a read-only kernel over the flash caches' bytes.
 // Each kernel series reports the bytes of K and V it must read per second and `roofline_pct`:
 // the read roofline over its own session's caches (the same bytes), timed in the same
@@ -44,6 +42,7 @@
 #include "pa/kv_layouts.hpp"
 #include "pa/testing.hpp"
 #include "paged_attention_v1.hpp"  // lab 05, through lab05_impl
+#include "paged_attention_v2.hpp"  // lab 06, through lab06_impl
 
 namespace pa::cuda_gqa {
 namespace {
@@ -57,7 +56,7 @@ using pa::testing::BenchBatch;
 using pa::testing::KvLayout;
 
 /// Which kernel a prepared batch is for.
-enum class Kernel { kGqa, kV1 };
+enum class Kernel { kGqa, kV1, kV2 };
 
 /// A batch in a device session, checked against the reference and warmed up: built once per
 /// (kernel, backend, shape) and kept while that shape's benchmarks run, because Google
@@ -67,8 +66,9 @@ struct Prepared {
   Backend backend = Backend::kEmulator;
   BatchShape shape;
   BenchBatch batch;
-  std::unique_ptr<DeviceSession> gqa;           // Kernel::kGqa
+  std::unique_ptr<DeviceSession> gqa;          // Kernel::kGqa
   std::unique_ptr<cuda_v1::DeviceSession> v1;  // Kernel::kV1
+  std::unique_ptr<cuda_v2::DeviceSession> v2;  // Kernel::kV2
   std::string error;  // why the benchmarks of this shape skip; empty when the check passed
 
   /// Downloads the session's output and checks it ("" when right).
@@ -76,21 +76,27 @@ struct Prepared {
     Tensor out(kDType, {shape.num_seqs, shape.num_heads, kHeadSize});
     if (gqa) gqa->download(out);
     if (v1) v1->download(out);
+    if (v2) v2->download(out);
     return pa::testing::check_bench_output(batch, out);
   }
   void launch() {
     if (gqa) gqa->launch();
     if (v1) v1->launch();
+    if (v2) v2->launch();
   }
-  double timed_launch() { return gqa ? gqa->timed_launch() : v1->timed_launch(); }
+  double timed_launch() {
+    return gqa ? gqa->timed_launch() : v1 ? v1->timed_launch() : v2->timed_launch();
+  }
   double timed_read_roofline() {
-    return gqa ? gqa->timed_read_roofline() : v1->timed_read_roofline();
+    return gqa  ? gqa->timed_read_roofline()
+           : v1 ? v1->timed_read_roofline()
+                : v2->timed_read_roofline();
   }
 };
 
 Prepared& prepare(Kernel kernel, Backend backend, const BatchShape& shape) {
-  static std::unique_ptr<Prepared> current[2];  // one shape at a time per kernel
-  std::unique_ptr<Prepared>& slot = current[kernel == Kernel::kGqa ? 0 : 1];
+  static std::unique_ptr<Prepared> current[3];  // one shape at a time per kernel
+  std::unique_ptr<Prepared>& slot = current[static_cast<int>(kernel)];
   if (slot && slot->backend == backend && slot->shape == shape) return *slot;
   slot.reset();  // the previous shape's device memory goes first
   auto p = std::make_unique<Prepared>();
@@ -102,13 +108,17 @@ Prepared& prepare(Kernel kernel, Backend backend, const BatchShape& shape) {
                                              7000 + static_cast<std::uint64_t>(shape.num_seqs));
     const BenchBatch& b = p->batch;
     if (kernel == Kernel::kGqa) {
-      p->gqa = std::make_unique<DeviceSession>(backend, b.query, b.key_cache, b.value_cache,
-                                               b.scale(), b.block_tables, b.seq_lens,
-                                               shape.seq_len);
-    } else {
+      p->gqa =
+          std::make_unique<DeviceSession>(backend, b.query, b.key_cache, b.value_cache, b.scale(),
+                                          b.block_tables, b.seq_lens, shape.seq_len);
+    } else if (kernel == Kernel::kV1) {
       p->v1 = std::make_unique<cuda_v1::DeviceSession>(
           backend, b.query, b.key_cache, b.value_cache, shape.num_kv_heads, b.scale(),
           b.block_tables, b.seq_lens, kBlockSize, shape.seq_len);
+    } else {
+      p->v2 = std::make_unique<cuda_v2::DeviceSession>(
+          backend, b.query, b.key_cache, b.value_cache, shape.num_kv_heads, b.scale(),
+          b.block_tables, b.seq_lens, kBlockSize, shape.seq_len, cuda_v2::kPartitionSize);
     }
     p->launch();  // also the warm-up
     p->error = p->check();
@@ -116,6 +126,7 @@ Prepared& prepare(Kernel kernel, Backend backend, const BatchShape& shape) {
     p->error = e.what();  // the starter: "not implemented yet: gqa_decode_kernel ..."
     p->gqa.reset();
     p->v1.reset();
+    p->v2.reset();
   }
   slot = std::move(p);
   return *slot;
@@ -176,13 +187,16 @@ void gpu_series(benchmark::State& state, Kernel kernel) {
   if (p.gqa) state.counters["partition"] = p.gqa->partition_size();
 }
 
-void BM_GpuGqaDecode(benchmark::State& state) { gpu_series(state, Kernel::kGqa); }
-void BM_GpuPagedAttentionV1(benchmark::State& state) { gpu_series(state, Kernel::kV1); }
+void BM_GpuGqaDecode(benchmark::State& state) {
+  gpu_series(state, Kernel::kGqa);
+}
+void BM_GpuPagedAttentionV1(benchmark::State& state) {
+  gpu_series(state, Kernel::kV1);
+}
 
-// BM_GpuPagedAttentionV2 — lab 06's v2 over the V0 layout. Not registered yet: lab 06 had not
-// landed when this lab was written. When it has: add lab06_impl to this lab's BENCH_LIBS in
-// the top-level CMakeLists.txt, give Prepared a pa::cuda_v2::DeviceSession next to `v1`, and
-// register BM_GpuPagedAttentionV2 with the other series below.
+void BM_GpuPagedAttentionV2(benchmark::State& state) {
+  gpu_series(state, Kernel::kV2);
+}
 
 /// The yardstick alone: a read-only kernel over the flash caches' bytes (the plot's roofline).
 void BM_GpuReadRoofline(benchmark::State& state) {
@@ -214,6 +228,7 @@ void register_gpu_benchmarks() {
   for (const auto& args : shapes) {
     for (const auto& [name, fn] : {std::pair{"BM_GpuGqaDecode", &BM_GpuGqaDecode},
                                    std::pair{"BM_GpuPagedAttentionV1", &BM_GpuPagedAttentionV1},
+                                   std::pair{"BM_GpuPagedAttentionV2", &BM_GpuPagedAttentionV2},
                                    std::pair{"BM_GpuReadRoofline", &BM_GpuReadRoofline}}) {
       benchmark::RegisterBenchmark(name, fn)
           ->ArgNames({"seqs", "tokens", "heads", "kv_heads"})
