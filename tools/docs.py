@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
-ROOT = Path(__file__).resolve().parent.parent
-BUILD = ROOT / "build" / "docs"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/: the labkit package
+from labkit.paths import ROOT, build_dir  # noqa: E402
+BUILD = build_dir("docs")
 
 # Debian packages: what building the book needs, and what checking it adds (tools/packages.txt).
-sys.path.insert(0, str(ROOT / "tools"))
 from labkit.system import ensure_packages as _ensure, packages  # noqa: E402
 BUILD_PACKAGES, CHECK_PACKAGES = packages("book"), packages("book-check")
 # python3-selenium installs for Debian's own Python; when this one (a pyenv or venv, say) cannot

@@ -34,6 +34,9 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/: the labkit package
+from labkit.labs import labs as _labs  # noqa: E402  (lab discovery: one place, labkit)
+
 # External links are allowed only as references: inside a chapter's References section (any
 # host), or anywhere to a paper (these hosts serve papers and preprints only).
 PAPER_HOSTS = {
@@ -124,11 +127,7 @@ def book_pages(html_dir: Path) -> list[tuple[str, str]]:
 
 
 def _lab_dirs(repo: Path) -> list[str]:
-    labs = repo / "labs"
-    if not labs.is_dir():
-        return []
-    return sorted(d.name[:2] for d in labs.iterdir()
-                  if d.is_dir() and re.fullmatch(r"\d\d-.+", d.name))
+    return [lab.number for lab in _labs(repo)]
 
 
 # ---- structure ------------------------------------------------------------------------------
