@@ -419,7 +419,10 @@ def print_table(grades: list[LabGrade], build: Path, verbose: bool = False) -> N
             continue
         name_width = max([len(t.name) for t in g.tests] + [len(COLUMNS[2])])
         column = 2 + 6 + 2 + 15 + 2 + name_width + 2   # where "where or why" starts
-        print(f"  {COLUMNS[0]:>6}  {COLUMNS[1]:<15}  {COLUMNS[2]:<{name_width}}  {COLUMNS[3]}")
+        if column + 30 <= width:
+            print(f"  {COLUMNS[0]:>6}  {COLUMNS[1]:<15}  {COLUMNS[2]:<{name_width}}  {COLUMNS[3]}")
+        else:   # a narrow terminal: the reasons go under the rows
+            print(f"  {COLUMNS[0]:>6}  {COLUMNS[1]:<15}  {COLUMNS[2]}\n{'':27}{COLUMNS[3]}")
         first = first_to_fix(g.tests, g.table)
         for t in g.tests:
             pts = f"{t.points}/{t.max_points}"
@@ -450,11 +453,11 @@ def print_table(grades: list[LabGrade], build: Path, verbose: bool = False) -> N
     total = sum(g.score for g in grades)
     most = sum(g.max_score for g in grades)
     print(f"Total: {total} / {most} points")
-    print(f"Full output of one test: ctest --test-dir {shown(build)} -R <test> "
-          "--output-on-failure")
+    print(wrapped(f"ctest --test-dir {shown(build)} -R <test> --output-on-failure",
+                  "Full output of one test: ", 2, width))
     if len(grades) > 1:
         print("Grade one lab: tools/lab grade NN")
-    print(exit_line(grades))
+    print(wrapped(exit_line(grades), "", 0, width))
 
 
 def gradescope(grades: list[LabGrade], seconds: float) -> dict:
