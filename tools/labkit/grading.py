@@ -468,6 +468,10 @@ def gradescope(grades: list[LabGrade], seconds: float) -> dict:
             lines = [t.status + (f": {t.detail}" if t.detail else "")]
             if t.status != "passed" and t.hint:
                 lines.append(f"Hint: {t.hint}")
+            if why_more(t, "below"):   # the whole report, when the headline leaves some out
+                for n, f in enumerate(t.failures, start=1):
+                    where = f" (in {'; '.join(f.trace)})" if f.trace else ""
+                    lines.append(f"\nFailure {n} of {len(t.failures)}{where}:\n{f.message}")
             tests.append({
                 "name": f"Lab {g.lab.number} — {t.name}",
                 "number": f"{int(g.lab.number)}.{i}",

@@ -59,7 +59,7 @@ def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
                                        f"tools/lab grade {lab.number} --verbose")
         if more:
             lines.append(grading.wrapped(more, "  ", 4))
-    if first.hint and first.status not in ("not implemented",):
+    if first.hint:
         lines.append(grading.wrapped(first.hint, "  hint: ", 8))
     others = sum(t.status != "passed" for t in g.tests) - 1
     if others:
