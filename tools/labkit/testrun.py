@@ -149,9 +149,14 @@ def failures(output: str) -> list[Failure]:
 
 
 def failure_of(body: str, trace: list[str]) -> Failure:
-    m = re.search(r"^\s*Actual: false \((.*)\)\s*(?:\nExpected: true\s*)?\Z", body, re.S | re.M)
+    # EXPECT_TRUE(check) << "what": the check's words, then the test's own after "Expected: true".
+    m = re.search(r"^\s*Actual: false \((.*?)\)[ \t]*(?:\nExpected: true[ \t]*(?:\n(.*))?)?\Z",
+                  body, re.S | re.M)
     if m:
-        return Failure(m.group(1).strip(), trace, True)
+        said = " ".join((m.group(2) or "").split())
+        lines = m.group(1).strip().split("\n", 1)
+        first = lines[0] + (f" — {said}" if said else "")
+        return Failure("\n".join([first] + lines[1:]), trace, True)
     m = re.search(r'C\+\+ exception with description "(.*)" thrown in (the test body|.*)\.?\s*$',
                   body, re.S)
     if m:

@@ -100,6 +100,14 @@ class FailureText(unittest.TestCase):
         self.assertEqual(found[1].headline, "Expected equality of these values: "
                          "meta.positions.size() Which is: 44 14")
 
+    def test_the_tests_own_words_follow_the_checks(self):
+        out = ("x.cpp:9: Failure\nValue of: BitIdentical(a, b)\n  Actual: false (actual holds nan "
+               "at [0, 0] (first non-finite element))\nExpected: true\nsequence 0 head 3\n"
+               "[  FAILED  ] S.T (0 ms)\n")
+        self.assertEqual(testrun.first_mismatch(out), "actual holds nan at [0, 0] (first "
+                         "non-finite element) — sequence 0 head 3")
+        self.assertEqual(grading.failure_kind("failed", testrun.first_mismatch(out)), "NaN")
+
     def test_sanitizer_reports_are_statuses_at_the_students_line(self):
         self.assertEqual(testrun.sanitizer_report(ASAN),
                          ("read outside a buffer", "labs/04-varlen-batch/starter.cpp:97 in "
