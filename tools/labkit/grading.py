@@ -418,15 +418,19 @@ def print_table(grades: list[LabGrade], build: Path, verbose: bool = False) -> N
             print(f"  ({len(g.tests)} graded tests not run)\n")
             continue
         name_width = max([len(t.name) for t in g.tests] + [len(COLUMNS[2])])
-        column = 2 + 6 + 2 + 15 + 2 + name_width + 2   # where "where or why" starts
+        status_width = max([len(t.status) for t in g.tests] + [15])   # a sanitizer's is longer
+        column = 2 + 6 + 2 + status_width + 2 + name_width + 2   # where "where or why" starts
+        under = 2 + 6 + 2 + status_width + 2                      # where the test name starts
         if column + 30 <= width:
-            print(f"  {COLUMNS[0]:>6}  {COLUMNS[1]:<15}  {COLUMNS[2]:<{name_width}}  {COLUMNS[3]}")
+            print(f"  {COLUMNS[0]:>6}  {COLUMNS[1]:<{status_width}}  {COLUMNS[2]:<{name_width}}  "
+                  f"{COLUMNS[3]}")
         else:   # a narrow terminal: the reasons go under the rows
-            print(f"  {COLUMNS[0]:>6}  {COLUMNS[1]:<15}  {COLUMNS[2]}\n{'':27}{COLUMNS[3]}")
+            print(f"  {COLUMNS[0]:>6}  {COLUMNS[1]:<{status_width}}  {COLUMNS[2]}\n"
+                  f"{'':{under}}{COLUMNS[3]}")
         first = first_to_fix(g.tests, g.table)
         for t in g.tests:
             pts = f"{t.points}/{t.max_points}"
-            row = f"  {pts:>6}  {t.status:<15}  {t.name:<{name_width}}  "
+            row = f"  {pts:>6}  {t.status:<{status_width}}  {t.name:<{name_width}}  "
             text = why(t)
             if not verbose:
                 text = " ".join(x for x in (text, why_more(t, f"tools/lab grade {lab.number} "
@@ -437,11 +441,11 @@ def print_table(grades: list[LabGrade], build: Path, verbose: bool = False) -> N
                 print(wrapped(text, row, column, width))
             else:   # a narrow terminal: the reason goes under the row
                 print(row.rstrip())
-                print(wrapped(text, " " * 27, 27, width))
+                print(wrapped(text, " " * under, under, width))
             if t.status not in ("passed", "not implemented", "did not build") and t.hint:
-                print(wrapped(t.hint, f"{'':27}hint: ", 33, width))
+                print(wrapped(t.hint, f"{'':{under}}hint: ", under + 6, width))
             if verbose and t.failures:
-                print("\n".join(failure_lines(t, 27)))
+                print("\n".join(failure_lines(t, under)))
         if first is not None and first.status != "not implemented":
             kind = failure_kind(first.status, first.detail)
             print(wrapped(f"{first.name} ({kind}; tools/lab watch {lab.number} shows it first)",

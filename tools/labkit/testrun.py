@@ -248,6 +248,9 @@ def sanitizer_report(output: str) -> tuple[str, str] | None:
         where = re.search(r"is located (\d+) bytes (to the left of|to the right of|inside of) "
                           r"(\d+)-byte region", rest)
         what = kind
+        if kind == "SEGV":
+            what = ("a null pointer (SEGV)" if "zero page" in rest
+                    else "an address far from any buffer (SEGV)")
         if where:
             side = {"to the left of": "before", "to the right of": "after",
                     "inside of": "inside"}[where.group(2)]

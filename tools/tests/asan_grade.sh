@@ -20,10 +20,11 @@ read = "    const Mat keys = k_pool(slots, Eigen::all);"
 assert text.count(read) == 1, "the solution's gather of the keys moved: update this script"
 planted = ("    const Eigen::Index padded = table.size() * meta.block_size;  // the whole padded row\n"
            "    const IVec every = IVec::LinSpaced(padded, 0, int(padded) - 1);\n"
-           "    const Mat keys = k_pool(slots_of(table, every, meta.block_size), Eigen::all)"
-           ".topRows(kv_len);  // reads block -1\n")
-text = text.replace(read + "    // [kv_len, num_kv_heads * head_dim]\n", planted) \
-    if read + "    // [kv_len, num_kv_heads * head_dim]\n" in text else text.replace(read, planted.rstrip("\n"))
+           "    const Mat gathered = k_pool(slots_of(table, every, meta.block_size), Eigen::all);"
+           "  // reads block -1\n"
+           "    const Mat keys = gathered.topRows(kv_len);\n")
+assert text.count(read + "    // [kv_len, num_kv_heads * head_dim]\n") == 1
+text = text.replace(read + "    // [kv_len, num_kv_heads * head_dim]\n", planted)
 open(sys.argv[2], "w").write(text)
 line = next(i for i, l in enumerate(text.splitlines(), 1) if "reads block -1" in l)
 open(sys.argv[2] + ".line", "w").write(str(line))
