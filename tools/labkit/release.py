@@ -45,9 +45,11 @@ def tree_files(root: Path = ROOT) -> list[str]:
 
 def strip_instructor_blocks(text: str) -> str:
     """The student's text of a Markdown file: every `<!-- instructor -->` ... `<!-- /instructor -->`
-    block dropped, and every `<!-- student` ... `-->` comment (text only the student edition
-    shows, hidden in the instructor's tree) opened."""
+    block and every `\\if pa_instructor` ... `\\endif` section (the book's instructor-only text)
+    dropped, and every `<!-- student` ... `-->` comment (text only the student edition shows,
+    hidden in the instructor's tree) opened."""
     text = re.sub(r"\n?<!-- instructor -->.*?<!-- /instructor -->\n?", "\n", text, flags=re.S)
+    text = re.sub(r"^\\if pa_instructor[ \t]*\n.*?^\\endif[ \t]*\n", "", text, flags=re.S | re.M)
     return re.sub(r"<!-- student\n(.*?)\n?-->\n?", r"\1\n", text, flags=re.S)
 
 

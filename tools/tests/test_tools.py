@@ -169,6 +169,8 @@ class Release(unittest.TestCase):
     def test_instructor_blocks_and_presets_are_dropped(self):
         text = "a\n<!-- instructor -->\nsecret\n<!-- /instructor -->\nb\n"
         self.assertEqual(release.strip_instructor_blocks(text), "a\nb\n")
+        text = "a\n\\if pa_instructor\nInstructors: `solutions/`.\n\\endif\nb\n"
+        self.assertEqual(release.strip_instructor_blocks(text), "a\nb\n")
         text = "a\n<!-- student\n```sh\ntools/lab watch 01\n```\n-->\nb\n"
         self.assertEqual(release.strip_instructor_blocks(text),
                          "a\n```sh\ntools/lab watch 01\n```\nb\n")
