@@ -296,8 +296,8 @@ def score(g: LabGrade, results: dict[str, testrun.TestResult], root: Path = ROOT
 
 # What a failing test's result says, most telling first. A sanitizer's report and an emulator
 # error name the line and the threads; two schedules of the same code that disagree are a race;
-# a NaN in the output has its own usual causes; then a wrong value; a crash or a timeout says
-# little; "not implemented" says only where the work is.
+# NaN in the output and a wrong value come next (a NaN from a test whose hint is about NaN before
+# the rest); a crash or a timeout says little; "not implemented" says only where the work is.
 KINDS = ("sanitizer report", "emulator error", "race", "NaN", "wrong value", "crashed",
          "timed out", "not implemented", "did not build")
 PLAIN_STATUSES = {"passed", "failed", "not implemented", "crashed", "timed out", "skipped",
@@ -320,17 +320,25 @@ def failure_kind(status: str, detail: str) -> str:
 
 
 def first_to_fix(tests: list, table: dict[str, Row]):
-    """The failing test to show first (watch shows it; grade marks it), from anything with .key,
-    .status and .detail: the most telling kind of failure (KINDS); among NaN failures one whose
-    hint is about NaN; then the chapter table's order, which lists the narrow tests before the
-    ones that combine several pieces. None when every test passes."""
+    """The failing test to show first (watch shows it; grade names it), from anything with .key,
+    .status and .detail. First the failures that name their cause: a sanitizer's report, an
+    emulator error, a race (in that order); then NaN in a test whose hint is about NaN; then every
+    other NaN or wrong value, in the chapter table's order (the table lists the narrow tests, the
+    first functions, before the tests that combine them, so the earliest failing row is the
+    closest to the bug: a NaN further down is usually its consequence); then crashes, timeouts
+    and "not implemented". None when every test passes."""
     order = {key: i for i, key in enumerate(table)}
 
     def rank(t):
         kind = failure_kind(t.status, t.detail)
         row = table.get(t.key)
-        nan_hint = kind == "NaN" and row is not None and "NaN" in row.hint
-        return (KINDS.index(kind), not nan_hint, order.get(t.key, len(order)), t.key)
+        if kind == "NaN" and row is not None and "NaN" in row.hint:
+            tier = 3
+        elif kind in ("NaN", "wrong value"):
+            tier = 4
+        else:
+            tier = KINDS.index(kind) + (0 if KINDS.index(kind) < 3 else 1)
+        return (tier, order.get(t.key, len(order)), t.key)
 
     failing = [t for t in tests if t.status not in ("passed", "skipped")]
     return min(failing, key=rank) if failing else None

@@ -65,7 +65,7 @@ def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
     if others:
         lines.append(f"\n  ({others} other test{'s' if others > 1 else ''} fail too: "
                      f"tools/lab grade {lab.number} lists them)")
-    lines.append(f"\n  its whole output: ctest --test-dir {shown(build)} "
+    lines.append(f"\n  its whole output:\n    ctest --test-dir {shown(build)} "
                  f"-R '{lab.target}.{first.name}' --output-on-failure")
     return lines
 
