@@ -6,7 +6,9 @@ solutions in an instructor's tree, the starters in a student's: a student times 
 in build/bench-<impl>, a build compiled for this machine's CPU (-march=native).
 Every benchmark reports the bytes of K and V it must read (bytes/s) and a `tokens` counter; the
 same program times BM_BaselineRead, a plain streaming read of the same bytes, so each figure is
-also a fraction of this machine's own read bandwidth. Results land in build/bench/labNN.json,
+also a fraction of this machine's own read bandwidth. On a GPU, a CUDA lab times each kernel
+against a read-only kernel over the same bytes in the same run (pa/bench.hpp
+time_against_roofline: the counter `roofline_pct`, and the series BM_Gpu*ReadRoofline). Results land in build/bench/labNN.json,
 plots in build/bench/labNN.svg; --book also copies the plots and a description of the machine
 into docs/figures/bench/ for the chapters."""
 from __future__ import annotations
@@ -51,16 +53,21 @@ def native_flags() -> str:
     return "-march=native -Wno-maybe-uninitialized" if probe.returncode == 0 else ""
 
 
-def gpu_present() -> bool:
-    """Whether nvidia-smi lists a GPU on this machine."""
-    if shutil.which("nvidia-smi") is None:
-        return False
-    done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    return done.returncode == 0 and "GPU" in done.stdout
-
-
 def series_of(name: str) -> str:
     return name.split("/")[0]
+
+
+def is_yardstick(series: str) -> bool:
+    """A series that measures the machine, not a lab's code: the CPU baselines (BM_Baseline*)
+    and the GPU read rooflines (BM_Gpu*ReadRoofline); the plots draw them dashed."""
+    return series.startswith("BM_Baseline") or (series.startswith("BM_Gpu")
+                                                and series.endswith("Roofline"))
+
+
+def shape_of(name: str) -> str:
+    """A run's name after its series, without Google Benchmark's /manual_time tail:
+    "/seqs:16/tokens:4096/heads:32/kv_heads:32"."""
+    return re.sub(r"/(manual|real)_time$", "", name[len(series_of(name)):])
 
 
 def load(path: Path) -> tuple[list[dict], dict]:
@@ -103,12 +110,12 @@ def targets(lab: str, runs: list[dict]) -> list[tuple[str, str, bool | None]]:
         r, b = t.get(series, {}).get(tokens), base.get(tokens)
         return gbps(r) / gbps(b) if r and b and gbps(r) and gbps(b) else None
 
-    if lab == "01" and t.get("BM_GatherShuffled") and t.get("BM_ReadContiguous"):
+    if t.get("BM_GatherShuffled") and t.get("BM_ReadContiguous"):
         top = max(set(t["BM_GatherShuffled"]) & set(t["BM_ReadContiguous"]))
         tax = seconds(t["BM_GatherShuffled"][top]) / seconds(t["BM_ReadContiguous"][top])
         out.append((f"gather tax at {int(top)} tokens (shuffled table / contiguous time)",
                     f"{tax:.2f}x", None))
-    if lab == "02" and t.get("BM_PagedOnlineAttention"):
+    if t.get("BM_PagedOnlineAttention"):
         top = max(t["BM_PagedOnlineAttention"])
         r = ratio_at("BM_PagedOnlineAttention", top)
         if r is not None:
@@ -118,7 +125,7 @@ def targets(lab: str, runs: list[dict]) -> list[tuple[str, str, bool | None]]:
         if r is not None:
             out.append((f"dense (score row) at {int(top)} tokens / baseline read", f"{100 * r:.0f}%",
                         None))
-    if lab == "03" and t.get("BM_PartitionedOneThread") and t.get("BM_PartitionedTwoThreads"):
+    if t.get("BM_PartitionedOneThread") and t.get("BM_PartitionedTwoThreads"):
         one, two = t["BM_PartitionedOneThread"], t["BM_PartitionedTwoThreads"]
         common = sorted(set(one) & set(two))
         speedup = {n: seconds(one[n]) / seconds(two[n]) for n in common}
@@ -127,46 +134,41 @@ def targets(lab: str, runs: list[dict]) -> list[tuple[str, str, bool | None]]:
                     speedup[top] >= 1.6))
         r1, r2 = t.get("BM_BaselineRead", {}).get(top), t.get("BM_BaselineReadTwoThreads", {}).get(top)
         if r1 and r2:
-            out.append((f"ceiling: 2-thread / 1-thread plain read at {int(top)} tokens",
+            out.append((f"reference: 2-thread / 1-thread plain read at {int(top)} tokens",
                         f"{seconds(r1) / seconds(r2):.2f}x", None))
         crossover = next((n for i, n in enumerate(common)
                           if all(speedup[m] > 1.0 for m in common[i:])), None)
         out.append(("crossover: 2 threads faster from", f"{int(crossover)} tokens"
                     if crossover else "never in this range", None))
-    if lab == "03":
-        shared = [r for r in runs if series_of(r["name"]) == "BM_CascadeShared"
-                  and not r.get("error_occurred")]
-        dense = {r.get("tokens"): r for r in runs if series_of(r["name"]) == "BM_CascadeDense"
-                 and not r.get("error_occurred")}
-        for r in shared:
-            d = dense.get(r.get("tokens"))
-            if d and r.get("key_rows"):
-                rows = d["key_rows"] / r["key_rows"]
-                out.append((f"cascade, {int(r['tokens'])}-token contexts: key rows dense / shared",
-                            f"{rows:.1f}x ({int(d['key_rows'])} / {int(r['key_rows'])}), "
-                            f"time {seconds(d) / seconds(r):.2f}x", rows >= 6))
-    if lab == "05":
-        copies = {re.sub(r"^BM_GpuCopyD2D", "", r["name"]): r for r in runs
-                  if series_of(r["name"]) == "BM_GpuCopyD2D" and not r.get("error_occurred")}
-        for r in runs:
-            if series_of(r["name"]) != "BM_GpuPagedAttentionV1" or r.get("error_occurred"):
-                continue
-            shape = r["name"][len("BM_GpuPagedAttentionV1"):]
-            c = copies.get(shape) or next(iter(copies.values()), None)
-            if c and gbps(c):
-                ratio = gbps(r) / gbps(c)
-                met = ratio >= 0.75 if "seqs:16/" in shape and "tokens:4096" in shape \
-                    and "kv_heads:32" in shape else None
-                out.append((f"v1{shape}: {gbps(r):.0f} GB/s / copy {gbps(c):.0f} GB/s",
-                            f"{100 * ratio:.0f}%", met))
-        for r in runs:
-            if r.get("error_occurred"):
-                continue
-            if series_of(r["name"]) in ("BM_EmulatorBarrierRound", "BM_BaselineNoBarrierRound"):
-                out.append((f"{r['name'][3:]}: one 128-thread round", f"{r['round'] * 1e6:.2f} µs",
-                            None))
-            if series_of(r["name"]) == "BM_EmulatorLaunchPerSequence":
-                out.append((f"{r['name'][3:]}: per sequence", f"{r['per_seq'] * 1e6:.0f} µs", None))
+    shared = [r for r in runs if series_of(r["name"]) == "BM_CascadeShared"
+              and not r.get("error_occurred")]
+    dense = {r.get("tokens"): r for r in runs if series_of(r["name"]) == "BM_CascadeDense"
+             and not r.get("error_occurred")}
+    for r in shared:
+        d = dense.get(r.get("tokens"))
+        if d and r.get("key_rows"):
+            rows = d["key_rows"] / r["key_rows"]
+            out.append((f"cascade, {int(r['tokens'])}-token contexts: key rows dense / shared",
+                        f"{rows:.1f}x ({int(d['key_rows'])} / {int(r['key_rows'])}), "
+                        f"time {seconds(d) / seconds(r):.2f}x", rows >= 6))
+    # Every run timed against the same-run read roofline (pa/bench.hpp time_against_roofline),
+    # whatever its lab: its bandwidth and its fraction of the roofline (above 100 % the
+    # benchmark itself fails).
+    for r in runs:
+        if r.get("error_occurred") or "roofline_pct" not in r:
+            continue
+        rate = f"{gbps(r):.0f} GB/s, " if gbps(r) else ""
+        out.append((f"{series_of(r['name'])[3:]}{shape_of(r['name'])}",
+                    f"{rate}{r['roofline_pct']:.0f}% of the same-run read roofline", None))
+    for r in runs:
+        if r.get("error_occurred"):
+            continue
+        if series_of(r["name"]) in ("BM_EmulatorBarrierRound", "BM_BaselineNoBarrierRound") \
+                and "round" in r:
+            out.append((f"{r['name'][3:]}: one 128-thread round", f"{r['round'] * 1e6:.2f} µs",
+                        None))
+        if series_of(r["name"]) == "BM_EmulatorLaunchPerSequence" and "per_seq" in r:
+            out.append((f"{r['name'][3:]}: per sequence", f"{r['per_seq'] * 1e6:.0f} µs", None))
     return out
 
 
@@ -179,7 +181,7 @@ def print_summary(lab: Lab, runs: list[dict]) -> list[tuple[str, str, bool | Non
         print(f"  {r['name']}: skipped: {r.get('error_message', '')}")
     t = by_series(runs)
     base = t.get("BM_BaselineRead", {})
-    names = sorted(t, key=lambda s: (s.startswith("BM_Baseline"), s))
+    names = sorted(t, key=lambda s: (is_yardstick(s), s))
     if names:
         print(f"  {'tokens':>8}  " + "  ".join(f"{n[3:]:>24}" for n in names))
         for n_tok in sorted({k for s in t.values() for k in s}):
@@ -210,10 +212,10 @@ def plot(lab: Lab, runs: list[dict], svg: Path, where: str) -> bool:
         return False
     data = svg.with_suffix(".dat")
     blocks, plots = [], []
-    for i, (s, pts) in enumerate(sorted(t.items(), key=lambda kv: (kv[0].startswith("BM_Baseline"), kv[0]))):
+    for i, (s, pts) in enumerate(sorted(t.items(), key=lambda kv: (is_yardstick(kv[0]), kv[0]))):
         blocks.append(f"# {s}\n" + "\n".join(f"{int(n)} {gbps(r):.4f}" for n, r in sorted(pts.items())))
-        grey = "#444444" if s == "BM_BaselineRead" else "#999999"
-        style = (f"lines dashtype 2 lw 2 lc rgb '{grey}'" if s.startswith("BM_Baseline")
+        grey = "#444444" if s in ("BM_BaselineRead", "BM_GpuReadRoofline") else "#999999"
+        style = (f"lines dashtype 2 lw 2 lc rgb '{grey}'" if is_yardstick(s)
                  else "linespoints lw 2 pt 7")
         plots.append(f"'{data}' index {i} using 1:2 with {style} title '{s[3:]}'")
     data.write_text("\n\n\n".join(blocks) + "\n")
@@ -249,7 +251,13 @@ def main(args) -> int:
     build = build_dir(f"bench-{impl}")
     flags = native_flags()
     # The GPU benchmarks run only where there is a GPU; elsewhere nvcc's long build buys nothing.
-    options = {} if os.environ.get("PA_CUDA") else {"PA_CUDA": "ON" if gpu_present() else "OFF"}
+    options = {} if os.environ.get("PA_CUDA") else {"PA_CUDA": "ON" if cmake.gpu_present() else "OFF"}
+    with cmake.lock(build, "bench"):
+        return run(args, impl, picked, with_bench, build, flags, options, start)
+
+
+def run(args, impl: str, picked: list[Lab], with_bench: list[Lab], build: Path, flags: str,
+        options: dict[str, str], start: float) -> int:
     cmake.configure(build, {**options, "LAB_IMPL": impl, "PA_BENCHMARKS": "ON", "CMAKE_CXX_FLAGS": flags,
                               "CMAKE_CUDA_FLAGS": f"-Xcompiler={flags.replace(' ', ',')}"
                               if flags else ""})

@@ -19,7 +19,8 @@ def cmd_mutants(args) -> int:
     found = mutants.catalogue(picked)
     if not found:
         sys.exit("tools/lab mutants: no mutants in solutions/*/mutants for these labs")
-    mutants.run(found, mutants.configure(found))
+    with cmake.lock(build_dir("mutants"), "mutants"):
+        mutants.run(found, mutants.configure(found))
     mutants.print_report(found)
     survivors = [m for m in found if not m.killed]
     print(f"\n{len(found) - len(survivors)} of {len(found)} mutants killed by an algorithm test")
@@ -80,16 +81,19 @@ def cmd_check(args) -> int:
         return 1
 
     print("== the starters", flush=True)
-    starter_build = build_dir("starter")
-    cmake.configure(starter_build, {"LAB_IMPL": "starter", "PA_TEST_TIMEOUT": "30"})
-    starters = grading.grade(picked, starter_build, timeout=30)
+    starter_build, options = grading.grade_build("starter")   # as tools/lab grade builds them
+    with cmake.lock(starter_build, "check"):
+        cmake.configure(starter_build, options)
+        starters = grading.grade(picked, starter_build)
     print("== the solutions", flush=True)
     solution_build = build_dir("solution")
-    cmake.configure(solution_build, {"LAB_IMPL": "solution"})
-    solutions = grading.grade(picked, solution_build, timeout=60)
+    with cmake.lock(solution_build, "check"):
+        cmake.configure(solution_build, {"LAB_IMPL": "solution"})
+        solutions = grading.grade(picked, solution_build)
     print("== the mutants", flush=True)
     found = mutants.catalogue(picked)
-    mutants.run(found, mutants.configure(found))
+    with cmake.lock(build_dir("mutants"), "check"):
+        mutants.run(found, mutants.configure(found))
     mutants.print_report(found)
 
     rows = []

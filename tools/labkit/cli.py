@@ -5,7 +5,8 @@ Everyone
                                           packages.txt): the one command that needs root
 Students
   grade [NN ...] [--json F] [--junit F]   build each lab from its starter on its own, run the
-                                          graded tests, print score and a line per test
+        [--asan] [--verbose]              graded tests, print score and a line per test
+                                          (--asan: under AddressSanitizer and UBSan)
   watch NN                                re-grade lab NN each time a file in its room is saved
   bench [NN ...]                          time the labs (Google Benchmark) against this machine's
                                           memory bandwidth; JSON, a summary and one SVG plot per lab
@@ -88,12 +89,17 @@ def cmd_grade(args) -> int:
     picked = pick(args.labs)
     if args.impl == "solution":
         require_solutions("grade --impl solution")
-    build = Path(args.build_dir).resolve() if args.build_dir else build_dir(args.impl)
+    build, options = grading.grade_build(args.impl, args.asan)
+    if args.build_dir:
+        build = Path(args.build_dir).resolve()
     progress = grading.Progress()
-    progress(f"configuring {shown(build)} (CMake)")
-    cmake.configure(build, {"LAB_IMPL": args.impl, "PA_TEST_TIMEOUT": str(args.timeout)},
-                    quiet=True)
-    grades = grading.grade(picked, build, ROOT, args.timeout, progress=progress)
+    ticker = grading.BuildTicker() if sys.stdout.isatty() else None
+    with cmake.lock(build, "grade " + " ".join(args.labs), progress):
+        progress(f"configuring {shown(build)} (CMake)")
+        cmake.configure(build, options, quiet=True)
+        grades = grading.grade(picked, build, ROOT, grading.test_timeout(args.asan),
+                               progress=progress, tick=ticker,
+                               env=grading.sanitizer_env() if args.asan else None)
     seconds = time.monotonic() - progress.start
     print()
     if args.json:
@@ -104,7 +110,7 @@ def cmd_grade(args) -> int:
         print(f"JUnit XML: {args.junit}")
     if args.json or args.junit:
         print()
-    grading.print_table(grades, build)
+    grading.print_table(grades, build, verbose=args.verbose)
     return 0 if grading.complete(grades) else 1
 
 
@@ -113,11 +119,12 @@ def cmd_grade(args) -> int:
 def cmd_test(args) -> int:
     start = time.monotonic()
     build = build_dir("solution")
-    cmake.configure(build, {"LAB_IMPL": "solution"})
-    if cmake.run(["cmake", "--build", str(build)], env=cmake.build_env()).returncode != 0:
-        return 1
-    done = cmake.run(["ctest", "--test-dir", str(build), "--output-on-failure",
-                      "-j", str(os.cpu_count() or 2)])
+    with cmake.lock(build, "test"):
+        cmake.configure(build, {"LAB_IMPL": "solution"})
+        if cmake.run(["cmake", "--build", str(build)], env=cmake.build_env()).returncode != 0:
+            return 1
+        done = cmake.run(["ctest", "--test-dir", str(build), "--output-on-failure",
+                          "-j", str(os.cpu_count() or 2)])
     print(f"tools/lab test: configure + build + test took {time.monotonic() - start:.0f} s")
     return done.returncode
 
@@ -192,8 +199,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--junit", help="also write JUnit XML to this file")
     p.add_argument("--impl", choices=["starter", "solution"], default="starter",
                    help="grade the starters (default) or, instructors, the solutions")
-    p.add_argument("--timeout", type=int, default=30,
-                   help="seconds one test may run before it counts as timed out (default 30)")
+    p.add_argument("--asan", action="store_true",
+                   help="build under AddressSanitizer and UBSan (build/asan-<impl>): a read "
+                        "outside a buffer is the test's result, at your line")
+    p.add_argument("--verbose", action="store_true",
+                   help="every failed assertion in full (e.g. the emulator's report of where "
+                        "each thread waits)")
     p.add_argument("--build-dir", help="where to build (default: build/<impl>)")
     p.set_defaults(func=cmd_grade)
 
@@ -201,6 +212,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("lab", help="lab number, e.g. 02")
     p.add_argument("--impl", choices=["starter", "solution"], default="starter")
     p.add_argument("--interval", type=float, default=0.5, help="seconds between looks (0.5)")
+    p.add_argument("--verbose", action="store_true",
+                   help="show the first failing test's every failed assertion in full")
     p.set_defaults(func=cmd_watch)
 
     p = sub.add_parser("bench", help="run the labs' benchmarks, summarise them, plot them")

@@ -3,16 +3,71 @@ grading a tree's labs one build at a time, and the three reports: the terminal t
 Gradescope's results.json and JUnit XML. Python 3 standard library only."""
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import sys
+import textwrap
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from labkit import build as cmake
 from labkit import testrun
 from labkit.labs import Lab
-from labkit.paths import ROOT, shown
+from labkit.paths import ROOT, build_dir, shown
+
+# ---- how the grader builds and runs a lab ------------------------------------------------------
+
+# The one time limit of a graded test, in seconds, for grade, watch, check and the mutants: a
+# test past it is "timed out" (the slowest graded test takes about a second on 2 busy cores, so
+# only a loop that does not end, or a far too slow one, reaches it).
+TEST_TIMEOUT = 30
+# grade and watch build the student's code fast: -O1 compiles lab 05's 54 kernel instantiations
+# in about half the time of Release's -O3 and grades the same (no -ffast-math either way);
+# tools/lab test and bench keep Release.
+FAST_FLAGS = "-O1 -DNDEBUG"
+# A build under ASan and UBSan runs several times slower; its tests get this many times the limit.
+SANITIZER_SLOWDOWN = 4
+
+
+def sanitizer_options(root: Path = ROOT) -> dict[str, str]:
+    """The cache variables of the `asan` preset in CMakePresets.json (one place for the
+    sanitizer flags), without its choice of LAB_IMPL."""
+    presets = json.loads((root / "CMakePresets.json").read_text())
+    preset = next(p for p in presets["configurePresets"] if p["name"] == "asan")
+    return {k: v for k, v in preset.get("cacheVariables", {}).items() if k != "LAB_IMPL"}
+
+
+def grade_build(impl: str, sanitize: bool = False, root: Path = ROOT) -> tuple[Path, dict[str, str]]:
+    """The build folder and the CMake options tools/lab grade and watch use: one folder per
+    implementation (build/starter, build/solution; build/asan-starter under --asan) shared by
+    both commands with the same options, so neither reconfigures the other's build. Without an
+    NVIDIA GPU nvcc is left out (the CUDA twins of lab 05 would only skip)."""
+    options = {"LAB_IMPL": impl, "PA_TEST_TIMEOUT": str(test_timeout(sanitize))}
+    if sanitize:
+        options.update(sanitizer_options(root))
+    else:
+        options["CMAKE_CXX_FLAGS_RELEASE"] = FAST_FLAGS
+        if not cmake.gpu_present():
+            options["PA_CUDA"] = "OFF"
+    return build_dir(f"asan-{impl}" if sanitize else impl, root), options
+
+
+def test_timeout(sanitize: bool = False) -> int:
+    return TEST_TIMEOUT * (SANITIZER_SLOWDOWN if sanitize else 1)
+
+
+def sanitizer_env() -> dict[str, str]:
+    """What a test under the sanitizers runs with: a stack for every report, and an abort (not a
+    silent carry-on) at the first one."""
+    import os
+    return dict(os.environ,
+                ASAN_OPTIONS="abort_on_error=0:halt_on_error=1:detect_leaks=1:"
+                             "print_summary=1:handle_abort=1",
+                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
 
 # ---- points and hints: the chapter's table ---------------------------------------------------
 
@@ -107,6 +162,7 @@ class Graded:
     max_points: int
     hint: str               # terminal text, with its section
     seconds: float = 0.0
+    failures: list[testrun.Failure] = field(default_factory=list)   # each failed assertion
 
 
 @dataclass
@@ -118,6 +174,8 @@ class LabGrade:
     skipped: dict[str, str] = field(default_factory=dict)   # name -> reason (not graded)
     unlisted: list[str] = field(default_factory=list)       # graded tests with no table row
     unrun: list[str] = field(default_factory=list)          # table rows with no test
+    sources: dict[str, str] = field(default_factory=dict)   # the sources graded, by hash
+    table: dict[str, Row] = field(default_factory=dict)     # the chapter's rows
 
     @property
     def score(self) -> int:
@@ -146,24 +204,53 @@ class Progress:
     def __call__(self, text: str) -> None:
         if not self.quiet:
             seconds = int(time.monotonic() - self.start)
-            print(f"[{seconds // 60:2d}:{seconds % 60:02d}] {text}", flush=True)
+            print(f"{BuildTicker.clear()}[{seconds // 60:2d}:{seconds % 60:02d}] {text}", flush=True)
 
 
-def grade(labs: list[Lab], build: Path, root: Path = ROOT, timeout: int = 20,
-          quiet: bool = False, progress: Progress | None = None) -> list[LabGrade]:
+class BuildTicker:
+    """On a terminal, "building… 37 s" on one line that counts up while a lab builds (the next
+    line printed through Progress or clear() replaces it)."""
+    active = False
+
+    def __init__(self, prefix: str = ""):
+        self.prefix = prefix
+
+    def __call__(self, lab: Lab, seconds: float) -> None:
+        sys.stdout.write(f"\r\033[K{self.prefix}lab {lab.number} building… {seconds:.0f} s")
+        sys.stdout.flush()
+        BuildTicker.active = True
+
+    @staticmethod
+    def clear() -> str:
+        """What to print first to replace a ticking line ("" when none is showing)."""
+        if not BuildTicker.active:
+            return ""
+        BuildTicker.active = False
+        return "\r\033[K"
+
+
+def grade(labs: list[Lab], build: Path, root: Path = ROOT, timeout: int = TEST_TIMEOUT,
+          quiet: bool = False, progress: Progress | None = None,
+          tick: Callable[[Lab, float], None] | None = None,
+          env: dict[str, str] | None = None) -> list[LabGrade]:
     """Builds each lab's test target on its own in `build` (already configured) and runs its
     graded tests, one lab after the other (a line for each step unless `quiet`), and scores them
-    from their chapters' tables."""
+    from their chapters' tables. The binaries tested always match the sources as they were when
+    their build ended (build.build_lab); `tick(lab, seconds)` is called while a lab builds."""
     say = progress or Progress(quiet)
     grades: list[LabGrade] = []
     for lab in labs:
         say(f"lab {lab.number} building   ({lab.title})")
-        ok, output = cmake.build_target(build, lab.target, quiet=True)
-        g = LabGrade(lab, ok, "" if ok else cmake.first_compiler_error(output, root))
+        ok, output, sources = cmake.build_lab(
+            build, lab, lab.target, root, say=say,
+            tick=(lambda seconds, lab=lab: tick(lab, seconds)) if tick else None)
+        error = "" if ok else (cmake.first_compiler_error(output, root) if sources else output)
+        g = LabGrade(lab, ok, error, sources=sources)
         results = {}
         if ok:
             say(f"lab {lab.number} testing")
-            results = testrun.ctest(build, f"^{lab.target}$", build / "grade-junit.xml", timeout)
+            results = testrun.ctest(build, f"^{lab.target}$", build / "grade-junit.xml", timeout,
+                                    env=env)
         score(g, results, root)
         say(f"lab {lab.number} " + (f"done       {g.score} / {g.max_score} points" if ok else
                                     f"did not build: {g.build_error}"))
@@ -176,6 +263,7 @@ def score(g: LabGrade, results: dict[str, testrun.TestResult], root: Path = ROOT
     table: points, hints, skipped tests, and the tests the table and the binary disagree on."""
     lab = g.lab
     table = read_table(lab, root)
+    g.table = table
     graded_rows = {k: r for k, r in table.items() if r.points}
     if not g.built:
         for key, row in graded_rows.items():
@@ -197,11 +285,64 @@ def score(g: LabGrade, results: dict[str, testrun.TestResult], root: Path = ROOT
         g.tests.append(Graded(lab, r.key, name[len(lab.target) + 1:].split("  # ")[0],
                               r.status, r.detail,
                               max_points if r.status == "passed" else 0, max_points,
-                              hint_text(lab, row, root), r.seconds))
+                              hint_text(lab, row, root), r.seconds,
+                              testrun.failures(r.output) if r.status == "failed" else []))
     order = {key: i for i, key in enumerate(table)}  # the chapter's order, not the alphabet
     g.tests.sort(key=lambda t: (order.get(t.key, len(order)), t.name))
     skipped_keys = {testrun.test_key(n) for n in g.skipped}
     g.unrun = sorted(k for k in graded_rows if k not in seen and k not in skipped_keys)
+
+
+# ---- the test to fix first -------------------------------------------------------------------
+
+# What a failing test's result says, most telling first. A sanitizer's report and an emulator
+# error name the line and the threads; two schedules of the same code that disagree are a race;
+# NaN in the output and a wrong value come next (a NaN from a test whose hint is about NaN before
+# the rest); a crash or a timeout says little; "not implemented" says only where the work is.
+KINDS = ("sanitizer report", "emulator error", "race", "NaN", "wrong value", "crashed",
+         "timed out", "not implemented", "did not build")
+PLAIN_STATUSES = {"passed", "failed", "not implemented", "crashed", "timed out", "skipped",
+                  "did not build"}
+
+
+def failure_kind(status: str, detail: str) -> str:
+    """Which of KINDS a test's (status, detail) is ("passed" and "skipped" are not failures)."""
+    if status not in PLAIN_STATUSES:
+        return "sanitizer report"   # testrun.sanitizer_report's statuses
+    if status == "failed":
+        if detail.startswith("simt"):
+            return "emulator error"
+        if re.search(r"first difference\b.*\bschedule\b", detail):
+            return "race"
+        if re.search(r"\b(holds|got) -?(nan|inf)\b", detail, re.I):
+            return "NaN"
+        return "wrong value"
+    return status
+
+
+def first_to_fix(tests: list, table: dict[str, Row]):
+    """The failing test to show first (watch shows it; grade names it), from anything with .key,
+    .status and .detail. First the failures that name their cause: a sanitizer's report, an
+    emulator error, a race (in that order); then NaN in a test whose hint is about NaN; then every
+    other NaN or wrong value, in the chapter table's order (the table lists the narrow tests, the
+    first functions, before the tests that combine them, so the earliest failing row is the
+    closest to the bug: a NaN further down is usually its consequence); then crashes, timeouts
+    and "not implemented". None when every test passes."""
+    order = {key: i for i, key in enumerate(table)}
+
+    def rank(t):
+        kind = failure_kind(t.status, t.detail)
+        row = table.get(t.key)
+        if kind == "NaN" and row is not None and "NaN" in row.hint:
+            tier = 3
+        elif kind in ("NaN", "wrong value"):
+            tier = 4
+        else:
+            tier = KINDS.index(kind) + (0 if KINDS.index(kind) < 3 else 1)
+        return (tier, order.get(t.key, len(order)), t.key)
+
+    failing = [t for t in tests if t.status not in ("passed", "skipped")]
+    return min(failing, key=rank) if failing else None
 
 
 # ---- the reports -----------------------------------------------------------------------------
@@ -232,22 +373,92 @@ def complete(grades: list[LabGrade]) -> bool:
     return all(g.built and g.tests and g.score == g.max_score for g in grades)
 
 
-def print_table(grades: list[LabGrade], build: Path) -> None:
+def terminal_width() -> int:
+    """The terminal's width (COLUMNS, else 100 when the output is not a terminal)."""
+    return max(60, shutil.get_terminal_size((100, 24)).columns)
+
+
+def wrapped(text: str, first: str, indent: int, width: int | None = None) -> str:
+    """`first` followed by `text`, wrapped (never cut) at the terminal width, the lines after the
+    first indented by `indent` spaces; a line of the text stays a line."""
+    width = width or terminal_width()
+    out, lead = [], first
+    for line in text.splitlines() or [""]:
+        out.append(textwrap.fill(line, width=max(width, len(lead) + 20), initial_indent=lead,
+                                 subsequent_indent=" " * indent, break_long_words=False,
+                                 break_on_hyphens=False) or lead.rstrip())
+        lead = " " * indent
+    return "\n".join(out)
+
+
+def failure_lines(t: Graded, indent: int) -> list[str]:
+    """Every failed assertion of a test in full: its message (the emulator's where-is-every-thread
+    report included) and the configuration it failed in."""
+    out = []
+    for i, f in enumerate(t.failures, start=1):
+        head = f"failure {i} of {len(t.failures)}" + (f" (in {'; '.join(f.trace)})" if f.trace
+                                                        else "") + ":"
+        out.append(wrapped(head, " " * indent, indent))
+        out.append(wrapped(f.message, " " * (indent + 2), indent + 2))
+    return out
+
+
+def why_more(t: Graded, command: str) -> str:
+    """A note after a failure's headline when its whole report is longer."""
+    if not t.failures:
+        return ""
+    more = t.failures[0].more_lines
+    extra = len(t.failures) - 1
+    parts = []
+    if more:
+        parts.append(f"{more} more lines")
+    if extra:
+        parts.append(f"{extra} more failed assertion{'s' if extra > 1 else ''}")
+    return f"({' and '.join(parts)}: {command})" if parts else ""
+
+
+def print_table(grades: list[LabGrade], build: Path, verbose: bool = False) -> None:
+    width = terminal_width()
     for g in grades:
         lab = g.lab
         print(f"Lab {lab.number} — {lab.title}: {g.score} / {g.max_score} points")
         if not g.built:
-            print(f"  did not build: {g.build_error}")
+            print(wrapped(g.build_error, "  did not build: ", 4, width))
             print(f"  ({len(g.tests)} graded tests not run)\n")
             continue
-        width = max([len(t.name) for t in g.tests] + [len(COLUMNS[2])])
-        print(f"  {COLUMNS[0]:>6}  {COLUMNS[1]:<15}  {COLUMNS[2]:<{width}}  {COLUMNS[3]}")
+        name_width = max([len(t.name) for t in g.tests] + [len(COLUMNS[2])])
+        status_width = max([len(t.status) for t in g.tests] + [15])   # a sanitizer's is longer
+        column = 2 + 6 + 2 + status_width + 2 + name_width + 2   # where "where or why" starts
+        under = 2 + 6 + 2 + status_width + 2                      # where the test name starts
+        if column + 30 <= width:
+            print(f"  {COLUMNS[0]:>6}  {COLUMNS[1]:<{status_width}}  {COLUMNS[2]:<{name_width}}  "
+                  f"{COLUMNS[3]}")
+        else:   # a narrow terminal: the reasons go under the rows
+            print(f"  {COLUMNS[0]:>6}  {COLUMNS[1]:<{status_width}}  {COLUMNS[2]}\n"
+                  f"{'':{under}}{COLUMNS[3]}")
+        first = first_to_fix(g.tests, g.table)
         for t in g.tests:
             pts = f"{t.points}/{t.max_points}"
-            line = f"  {pts:>6}  {t.status:<15}  {t.name:<{width}}  {why(t)}"
-            print(line.rstrip())
-            if t.status in ("failed", "crashed", "timed out") and t.hint:
-                print(f"{'':27}hint: {t.hint}")
+            row = f"  {pts:>6}  {t.status:<{status_width}}  {t.name:<{name_width}}  "
+            text = why(t)
+            if not verbose:
+                text = " ".join(x for x in (text, why_more(t, f"tools/lab grade {lab.number} "
+                                                               "--verbose")) if x)
+            if not text:
+                print(row.rstrip())
+            elif column + 30 <= width:
+                print(wrapped(text, row, column, width))
+            else:   # a narrow terminal: the reason goes under the row
+                print(row.rstrip())
+                print(wrapped(text, " " * under, under, width))
+            if t.status not in ("passed", "not implemented", "did not build") and t.hint:
+                print(wrapped(t.hint, f"{'':{under}}hint: ", under + 6, width))
+            if verbose and t.failures:
+                print("\n".join(failure_lines(t, under)))
+        if first is not None and first.status != "not implemented":
+            kind = failure_kind(first.status, first.detail)
+            print(wrapped(f"{first.name} ({kind}; tools/lab watch {lab.number} shows it first)",
+                          "  Start with: ", 14, width))
         if g.skipped:
             reasons = "; ".join(sorted(set(g.skipped.values())))
             print(f"  ({len(g.skipped)} tests skipped and not graded: {reasons})")
@@ -255,11 +466,11 @@ def print_table(grades: list[LabGrade], build: Path) -> None:
     total = sum(g.score for g in grades)
     most = sum(g.max_score for g in grades)
     print(f"Total: {total} / {most} points")
-    print(f"Full output of one test: ctest --test-dir {shown(build)} -R <test> "
-          "--output-on-failure")
+    print(wrapped(f"ctest --test-dir {shown(build)} -R <test> --output-on-failure",
+                  "Full output of one test: ", 2, width))
     if len(grades) > 1:
         print("Grade one lab: tools/lab grade NN")
-    print(exit_line(grades))
+    print(wrapped(exit_line(grades), "", 0, width))
 
 
 def gradescope(grades: list[LabGrade], seconds: float) -> dict:
@@ -270,6 +481,10 @@ def gradescope(grades: list[LabGrade], seconds: float) -> dict:
             lines = [t.status + (f": {t.detail}" if t.detail else "")]
             if t.status != "passed" and t.hint:
                 lines.append(f"Hint: {t.hint}")
+            if why_more(t, "below"):   # the whole report, when the headline leaves some out
+                for n, f in enumerate(t.failures, start=1):
+                    where = f" (in {'; '.join(f.trace)})" if f.trace else ""
+                    lines.append(f"\nFailure {n} of {len(t.failures)}{where}:\n{f.message}")
             tests.append({
                 "name": f"Lab {g.lab.number} — {t.name}",
                 "number": f"{int(g.lab.number)}.{i}",

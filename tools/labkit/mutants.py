@@ -34,7 +34,7 @@ FIELDS = ("Mutant", "Bug", "Chapter", "Caught by")
 TARGET = "solution.cpp"      # the file every mutant patches, relative to solutions/NN-name/
 SUFFIX = ".patch"
 STEM = re.compile(r"^[a-z0-9_]+$")
-MUTANT_TEST_TIMEOUT = 30     # seconds; a mutant's test running longer counts as timed out
+MUTANT_TEST_TIMEOUT = grading.TEST_TIMEOUT   # a mutant's test running longer counts as timed out
 
 
 @dataclass
@@ -49,6 +49,7 @@ class Mutant:
     stale: bool = False
     problems: list[str] = field(default_factory=list)
     results: dict[str, testrun.TestResult] = field(default_factory=dict)  # by Suite.Test[/param]
+    shown_first: testrun.TestResult | None = None   # the test `watch` would show for it
 
     @property
     def stem(self) -> str:
@@ -220,6 +221,15 @@ def run(mutants: list[Mutant], build: Path) -> None:
                 statuses = {r.status for n, r in m.results.items() if testrun.test_key(n) == key}
                 m.problems.append(f"Caught by: {key} does not fail by an assertion "
                                   f"({', '.join(sorted(statuses))})")
+        # A student with this bug sees this test first (watch, grade): it must be one of the tests
+        # the mutant's header names, so its hint is one meant for this bug.
+        m.shown_first = grading.first_to_fix(list(m.results.values()), grading.read_table(m.lab))
+        if m.shown_first is not None and m.shown_first.key not in m.caught_by:
+            kind = grading.failure_kind(m.shown_first.status, m.shown_first.detail)
+            m.problems.append(f"watch would show {m.shown_first.key} first ({kind}), which "
+                              "Caught by does not name: name it there if it is meant to catch "
+                              "this bug, or move a test Caught by names before it in the "
+                              "chapter's table")
         if not m.killers:
             crashed = [n for n, r in m.results.items() if r.status in ("crashed", "timed out")]
             m.problems.append("survives every algorithm test" +
@@ -245,7 +255,12 @@ def print_report(mutants: list[Mutant]) -> None:
         counts = f"{len(m.killers):>2}/{graded} tests" if m.source is not None else "  not built"
         print(f"  {verdict} {m.stem:<32} {counts}  {m.bug}")
         if shown:
-            print(f"{'':14}killed by: {shown if len(shown) < 150 else shown[:147] + '...'}")
+            print(textwrap.fill(shown, width=grading.terminal_width(), break_long_words=False,
+                                initial_indent=f"{'':14}killed by: ",
+                                subsequent_indent=" " * 25))
+        if m.shown_first is not None:
+            kind = grading.failure_kind(m.shown_first.status, m.shown_first.detail)
+            print(f"{'':14}shown first: {m.shown_first.key} ({kind})")
         for p in m.problems:
             print(f"{'':14}! {p}")
 

@@ -20,6 +20,18 @@ from labkit.paths import AUTOGRADER_FILES, ROOT, build_dir, build_root
 # ---- release: the student edition -------------------------------------------------------------
 
 INSTRUCTOR_ONLY = ("solutions/", ".ci/")
+INSTRUCTOR_PAGES = re.compile(r"(^|/)instructor\.[\w.]+$")   # docs/instructor.md.in: its appendix
+
+# What a student release must not mention outside <!-- instructor --> blocks: what it does not
+# contain (solutions/, the solution preset), and the asan preset, which there would build the
+# starters and fail every test (students: tools/lab grade --asan).
+UNSHIPPED = (
+    (re.compile(r"\bsolutions/"), "solutions/, which the release does not contain"),
+    (re.compile(r"--preset[ =]solution\b"), "the solution preset, which the release does not have"),
+    (re.compile(r"--preset[ =]asan\b"), "the asan preset (a student runs tools/lab grade --asan)"),
+)
+# The files a student reads: Markdown anywhere, every file of a room, the book's pages.
+READ_BY_STUDENTS = re.compile(r"(\.md(\.in)?$|^labs/|^docs/.*\.(dox|html)$)")
 
 
 def tree_files(root: Path = ROOT) -> list[str]:
@@ -33,9 +45,11 @@ def tree_files(root: Path = ROOT) -> list[str]:
 
 def strip_instructor_blocks(text: str) -> str:
     """The student's text of a Markdown file: every `<!-- instructor -->` ... `<!-- /instructor -->`
-    block dropped, and every `<!-- student` ... `-->` comment (text only the student edition
-    shows, hidden in the instructor's tree) opened."""
+    block and every `\\if pa_instructor` ... `\\endif` section (the book's instructor-only text)
+    dropped, and every `<!-- student` ... `-->` comment (text only the student edition shows,
+    hidden in the instructor's tree) opened."""
     text = re.sub(r"\n?<!-- instructor -->.*?<!-- /instructor -->\n?", "\n", text, flags=re.S)
+    text = re.sub(r"^\\if pa_instructor[ \t]*\n.*?^\\endif[ \t]*\n", "", text, flags=re.S | re.M)
     return re.sub(r"<!-- student\n(.*?)\n?-->\n?", r"\1\n", text, flags=re.S)
 
 
@@ -64,7 +78,7 @@ def write_release(out: Path, root: Path = ROOT) -> int:
         sys.exit(f"tools/lab release: {out} exists and is not empty")
     count = 0
     for rel in tree_files(root):
-        if rel.startswith(INSTRUCTOR_ONLY) or "/mutants/" in rel:
+        if rel.startswith(INSTRUCTOR_ONLY) or "/mutants/" in rel or INSTRUCTOR_PAGES.search(rel):
             continue
         dest = out / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -92,9 +106,29 @@ def instructor_files(out: Path) -> list[str]:
     return found
 
 
+def unshipped_mentions(out: Path) -> list[str]:
+    """Each line of a file students read in the release at `out` (build/ aside) that mentions
+    what the release does not contain, as "path:line: mentions ...: the line"."""
+    found = []
+    for path in sorted(out.rglob("*")):
+        rel = path.relative_to(out).as_posix()
+        if not path.is_file() or rel.startswith("build/") or not READ_BY_STUDENTS.search(rel):
+            continue
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for number, line in enumerate(lines, start=1):
+            for pattern, what in UNSHIPPED:
+                if pattern.search(line):
+                    found.append(f"{rel}:{number}: mentions {what}: {line.strip()}")
+    return found
+
+
 def verify_release(out: Path) -> list[str]:
     """Builds the student edition at `out` from scratch and checks it; returns the problems."""
     problems = [f"instructor file shipped: {rel}" for rel in instructor_files(out)]
+    problems += unshipped_mentions(out)
     presets = json.loads((out / "CMakePresets.json").read_text())
     if any(p.get("cacheVariables", {}).get("LAB_IMPL") == "solution"
            for p in presets["configurePresets"]):

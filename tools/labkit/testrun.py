@@ -67,9 +67,13 @@ class TestResult:
 
 
 def classify(word: str, output: str) -> tuple[str, str]:
-    """(status, detail) of a test from ctest's status word and the test's output."""
+    """(status, detail) of a test from ctest's status word and the test's output. A sanitizer's
+    report (tools/lab grade --asan) is the status itself, e.g. "read outside a buffer"."""
     if word == "Passed":
         return "passed", ""
+    report = sanitizer_report(output)
+    if report:
+        return report
     if "Timeout" in word:
         return "timed out", ""
     if "Skipped" in word or "Not Run" in word or "Disabled" in word:
@@ -86,28 +90,191 @@ def classify(word: str, output: str) -> tuple[str, str]:
     return "failed", first_mismatch(output)
 
 
+# ---- what a failure says ---------------------------------------------------------------------
+
+@dataclass
+class Failure:
+    """One failed assertion of a GoogleTest output: its message in the assertion's own words
+    (several lines for some, e.g. the emulator's where-is-every-thread report), and the
+    SCOPED_TRACE lines active at it (which configuration it was)."""
+    message: str
+    trace: list[str]
+    structured: bool   # the message is the test's own text (not GoogleTest's "Value of:" form)
+
+    @property
+    def headline(self) -> str:
+        """The failure in one paragraph, never cut: the message's first line (its whole text
+        when it is GoogleTest's own form), then the configuration it failed in."""
+        if self.structured:
+            text = self.message.splitlines()[0] if self.message else ""
+        else:
+            text = " ".join(self.message.split())
+        return text + (f" — in {'; '.join(self.trace)}" if self.trace else "")
+
+    @property
+    def more_lines(self) -> int:
+        """How many lines of the message the headline leaves out."""
+        return max(0, len(self.message.splitlines()) - 1) if self.structured else 0
+
+
+FAILURE_HEADER = re.compile(r"^\S.*:(\d+:)? Failure$")
+
+
+def failures(output: str) -> list[Failure]:
+    """Every failed assertion of a GoogleTest output, in order."""
+    found, lines = [], output.splitlines()
+    i = 0
+    while i < len(lines):
+        if not FAILURE_HEADER.match(lines[i].rstrip()):
+            i += 1
+            continue
+        body: list[str] = []
+        j = i + 1
+        while j < len(lines) and not FAILURE_HEADER.match(lines[j].rstrip()) \
+                and not lines[j].startswith("[") and lines[j].strip() != "Google Test trace:":
+            body.append(lines[j])
+            j += 1
+        trace: list[str] = []
+        if j < len(lines) and lines[j].strip() == "Google Test trace:":
+            j += 1
+            while j < len(lines) and re.match(r"^\S+:\d+: ", lines[j]) \
+                    and not FAILURE_HEADER.match(lines[j].rstrip()):
+                trace.append(re.sub(r"^\S+:\d+: ", "", lines[j]).strip())
+                j += 1
+        while body and not body[-1].strip():
+            body.pop()
+        found.append(failure_of("\n".join(body), trace))
+        i = j
+    return found
+
+
+def failure_of(body: str, trace: list[str]) -> Failure:
+    # EXPECT_TRUE(check) << "what": the check's words, then the test's own after "Expected: true".
+    m = re.search(r"^\s*Actual: false \((.*?)\)[ \t]*(?:\nExpected: true[ \t]*(?:\n(.*))?)?\Z",
+                  body, re.S | re.M)
+    if m:
+        said = " ".join((m.group(2) or "").split())
+        lines = m.group(1).strip().split("\n", 1)
+        first = lines[0] + (f" — {said}" if said else "")
+        return Failure("\n".join([first] + lines[1:]), trace, True)
+    m = re.search(r'C\+\+ exception with description "(.*)" thrown in (the test body|.*)\.?\s*$',
+                  body, re.S)
+    if m:
+        text = m.group(1).strip()
+        return Failure(text if text.startswith("simt") else "threw: " + text, trace, True)
+    return Failure(body.strip(), trace, False)
+
+
 def first_mismatch(output: str) -> str:
-    """The assertion's own words of the first failure in a GoogleTest output."""
-    lines = output.splitlines()
-    for i, line in enumerate(lines):
-        if line.rstrip().endswith("Failure"):
-            block = []
-            for follow in lines[i + 1:]:
-                if not follow.strip() or follow.startswith("["):
-                    break
-                block.append(follow.strip())
-            for text in block:  # "Actual: false (first difference at [0]: 6 vs 0)"
-                m = re.match(r"Actual: false \((.*)\)$", text)
-                if m:
-                    return m.group(1)[:160]
-            return " ".join(block)[:160]
-    return ""
+    """The first failure of a GoogleTest output in one paragraph, whole (see Failure.headline)."""
+    found = failures(output)
+    return found[0].headline if found else ""
+
+
+# ---- sanitizer reports (tools/lab grade --asan) -------------------------------------------------
+
+ASAN_KINDS = {   # AddressSanitizer's bug kind -> the status, in the student's words
+    "heap-buffer-overflow": "{access} outside a buffer",
+    "stack-buffer-overflow": "{access} outside a buffer",
+    "global-buffer-overflow": "{access} outside a buffer",
+    "container-overflow": "{access} outside a buffer",
+    "stack-buffer-underflow": "{access} outside a buffer",
+    "heap-use-after-free": "{access} freed memory",
+    "stack-use-after-return": "{access} a dead stack variable",
+    "stack-use-after-scope": "{access} a dead stack variable",
+    "double-free": "freed memory twice",
+    "attempting double-free": "freed memory twice",
+    "alloc-dealloc-mismatch": "freed memory the wrong way",
+    "new-delete-type-mismatch": "freed memory the wrong way",
+    "negative-size-param": "passed a negative size",
+    "SEGV": "{access} an invalid address",
+}
+FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ in (.*?) (/\S+?):(\d+)(?::\d+)?\s*$", re.M)
+
+
+def short_path(path: str) -> str:
+    """A source path from its labs/, solutions/, common/ or build/ folder on."""
+    for root in ("/labs/", "/solutions/", "/common/", "/build/"):
+        if root in path:
+            return root[1:] + path.rsplit(root, 1)[1]
+    return path
+
+
+def student_frame(text: str) -> tuple[str, str] | None:
+    """(file:line, function) of the frame a student should look at: the first one in an
+    implementation file (a starter, a solution, a mutant's source), else the first in a lab's
+    room, else the first outside the system's headers and libraries."""
+    frames = [(m.group(1), m.group(2), m.group(3)) for m in FRAME.finditer(text)]
+    if not frames:
+        return None
+
+    def pick(test):
+        return next(((f"{short_path(p)}:{line}", fn) for fn, p, line in frames if test(p)), None)
+
+    found = (pick(lambda p: re.search(r"/(starter|solution)\.c\w*$", p) or "/mutants/" in p)
+             or pick(lambda p: "/labs/" in p)
+             or pick(lambda p: not p.startswith(("/usr/", "/lib")))
+             or pick(lambda p: True))
+    fn = re.sub(r"\(.*$", "", found[1])            # no argument list
+    fn = re.sub(r"<.*>", "", fn).split("::")[-1]   # no templates, no namespaces
+    return found[0], fn
+
+
+def first_stack(text: str) -> str:
+    """The first stack trace of a sanitizer report (the access, not where the memory came from)."""
+    first = FRAME.search(text)
+    if not first:
+        return ""
+    lines = []
+    for line in text[first.start():].splitlines():
+        if not FRAME.match(line):
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def sanitizer_report(output: str) -> tuple[str, str] | None:
+    """(status, detail) of the first AddressSanitizer, LeakSanitizer or UBSan report in a test's
+    output, or None: e.g. ("read outside a buffer", "labs/04-x/starter.cpp:97 in attn_paged:
+    8 bytes before a 4096-byte buffer")."""
+    m = re.search(r"ERROR: AddressSanitizer: (attempting double-free|[\w-]+)(.*)$", output, re.M)
+    if m:
+        kind = m.group(1)
+        rest = output[m.start():]
+        access = re.search(r"^(READ|WRITE) of size (\d+)", rest, re.M) or \
+            re.search(r"caused by a (READ|WRITE) memory access", rest)
+        verb = {"READ": "read", "WRITE": "wrote"}.get(access.group(1) if access else "", "touched")
+        status = ASAN_KINDS.get(kind, "memory error: {access}").format(access=verb)
+        where = re.search(r"is located (\d+) bytes (to the left of|to the right of|inside of) "
+                          r"(\d+)-byte region", rest)
+        what = kind
+        if kind == "SEGV":
+            what = ("a null pointer (SEGV)" if "zero page" in rest
+                    else "an address far from any buffer (SEGV)")
+        if where:
+            side = {"to the left of": "before", "to the right of": "after",
+                    "inside of": "inside"}[where.group(2)]
+            what = f"{where.group(1)} bytes {side} a {where.group(3)}-byte buffer"
+        frame = student_frame(first_stack(rest))
+        return status, (f"{frame[0]} in {frame[1]}: " if frame else "") + what
+    if "ERROR: LeakSanitizer: detected memory leaks" in output:
+        rest = output[output.index("ERROR: LeakSanitizer"):]
+        frame = student_frame(first_stack(rest))
+        return "leaked memory", (f"allocated at {frame[0]} in {frame[1]}" if frame else
+                                 "memory allocated and never freed")
+    m = re.search(r"^(/\S+?):(\d+):\d+: runtime error: (.*)$", output, re.M)
+    if m:
+        frame = student_frame(first_stack(output[m.start():])) or (f"{short_path(m.group(1))}:{m.group(2)}", "")
+        at = f"{short_path(m.group(1))}:{m.group(2)}"
+        where = at if frame[0] == at else f"{frame[0]} (reached {at})"
+        return "undefined behaviour", f"{where}{' in ' + frame[1] if frame[1] else ''}: {m.group(3)}"
+    return None
 
 
 def ctest(build: Path, labels: str | None, junit: Path, timeout: int | None = None,
-          ) -> dict[str, TestResult]:
-    """Runs ctest in `build` (only the tests whose label matches `labels`, when given) and returns
-    each test's result, by ctest name."""
+          env: dict[str, str] | None = None) -> dict[str, TestResult]:
+    """Runs ctest in `build` (only the tests whose label matches `labels`, when given; the tests
+    in `env` when given) and returns each test's result, by ctest name."""
     listing = subprocess.run(["ctest", "--test-dir", str(build), "--show-only=json-v1"],
                              capture_output=True, text=True, check=True)
     names = [t["name"] for t in json.loads(listing.stdout)["tests"]]
@@ -119,7 +286,7 @@ def ctest(build: Path, labels: str | None, junit: Path, timeout: int | None = No
         cmd += ["--timeout", str(timeout)]
     if junit.exists():
         junit.unlink()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     words = parse_status_lines(done.stdout, names)
     outputs, seconds = {}, {}
     if junit.exists():

@@ -1,66 +1,111 @@
 """`tools/lab watch NN`: re-grade one lab each time a file in its room is saved.
 
 It looks at the modification times of the room's files every --interval seconds (plain polling,
-so it works on every file system), and on a change rebuilds the lab's tests, runs the graded
-ones, clears the screen and shows the score and the first test that does not pass, with its
-hint. Ctrl-C stops it."""
+so it works on every file system); when one moved, it compares the files' contents with those
+of the code it graded last, and when they differ it rebuilds the lab's tests (showing "building…"
+with the time so far), runs the graded ones, clears the screen and shows the score and the test to
+fix first, with its hint. It builds in build/starter with the same options as tools/lab grade, one
+of them at a time (a lock), and never shows results of a binary older than the files: a save
+during the build is built again before the tests run. Ctrl-C stops it."""
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
 from labkit import build as cmake
-from labkit import grading
+from labkit import grading, stamps
 from labkit.labs import Lab, pick, require_solutions
-from labkit.paths import build_dir, shown
+from labkit.paths import shown
 
 CLEAR = "\033[2J\033[H"
 
 
-def snapshot(room: Path) -> dict[str, float]:
-    return {str(p): p.stat().st_mtime for p in sorted(room.rglob("*")) if p.is_file()}
+def snapshot(lab: Lab, impl: str) -> dict[str, tuple[int, int]]:
+    """Modification time and size of every source of the lab (cheap to take twice a second)."""
+    out = {}
+    for p in stamps.sources(lab, impl):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        out[str(p)] = (st.st_mtime_ns, st.st_size)
+    return out
 
 
-def show(lab: Lab, build: Path, impl: str) -> None:
-    started = time.strftime("%H:%M:%S")
-    print(f"{CLEAR}tools/lab watch {lab.number} — {lab.title}   ({impl}, graded at {started})\n",
-          flush=True)
-    g = grading.grade([lab], build, timeout=20, quiet=True)[0]
+def header(lab: Lab, impl: str, started: str) -> str:
+    return f"{CLEAR}tools/lab watch {lab.number} — {lab.title}   ({impl}, graded at {started})\n"
+
+
+def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
+    """The screen after a grading: the score and the test to fix first, whole."""
+    lab = g.lab
     if not g.built:
-        print(f"Score: 0 / {g.max_score}   the lab does not build:\n\n  {g.build_error}")
-    else:
-        passed = sum(t.status == "passed" for t in g.tests)
-        print(f"Score: {g.score} / {g.max_score}   ({passed} of {len(g.tests)} graded tests pass)")
-        first = next((t for t in g.tests if t.status != "passed"), None)
-        if first is None:
-            print("\nEvery graded test passes. Lab done.")
-        else:
-            print(f"\nFirst test to fix: {first.name}\n  {first.status}"
-                  + (f": {first.detail}" if first.detail else ""))
-            if first.hint:
-                print(f"  hint: {first.hint}")
-            print(f"\n  its whole output: ctest --test-dir {shown(build)} "
-                  f"-R '{lab.target}.{first.name}' --output-on-failure")
+        return [f"Score: 0 / {g.max_score}   the lab does not build:", "",
+                grading.wrapped(g.build_error, "  ", 2)]
+    passed = sum(t.status == "passed" for t in g.tests)
+    lines = [f"Score: {g.score} / {g.max_score}   ({passed} of {len(g.tests)} graded tests pass)"]
+    first = grading.first_to_fix(g.tests, g.table)
+    if first is None:
+        return lines + ["", "Every graded test passes. Lab done."]
+    kind = grading.failure_kind(first.status, first.detail)
+    lines += ["", f"First test to fix: {first.name}"
+              + (f"   ({kind})" if kind not in (first.status, "wrong value") else "")]
+    what = grading.why(first)
+    lines.append(grading.wrapped(what, f"  {first.status}: " if what else f"  {first.status}", 4))
+    if verbose and first.failures:
+        lines += grading.failure_lines(first, 4)
+    elif first.failures:
+        more = grading.why_more(first, f"tools/lab watch {lab.number} --verbose, or "
+                                       f"tools/lab grade {lab.number} --verbose")
+        if more:
+            lines.append(grading.wrapped(more, "  ", 4))
+    if first.hint:
+        lines.append(grading.wrapped(first.hint, "  hint: ", 8))
+    others = sum(t.status != "passed" for t in g.tests) - 1
+    if others:
+        lines.append(f"\n  ({others} other test{'s' if others > 1 else ''} fail too: "
+                     f"tools/lab grade {lab.number} lists them)")
+    lines.append(f"\n  its whole output:\n    ctest --test-dir {shown(build)} "
+                 f"-R '{lab.target}.{first.name}' --output-on-failure")
+    return lines
+
+
+def show(lab: Lab, build: Path, options: dict[str, str], impl: str, verbose: bool) -> dict[str, str]:
+    """Grades the lab once and shows the result; returns the digest of the sources it graded."""
+    started = time.strftime("%H:%M:%S")
+    print(header(lab, impl, started), flush=True)
+    ticker = grading.BuildTicker()
+
+    def say(text: str) -> None:   # only what a student needs to see while it builds
+        if "again" in text or "waiting" in text or text.endswith("testing"):
+            print(grading.BuildTicker.clear() + text, flush=True)
+
+    with cmake.lock(build, f"watch {lab.number}", say):
+        cmake.configure(build, options, quiet=True)
+        g = grading.grade([lab], build, progress=say, tick=ticker)[0]
+    print(header(lab, impl, started) + "\n".join(report(g, build, verbose)))
     print(f"\nWatching labs/{lab.room}/ — save a file to grade again; Ctrl-C stops.", flush=True)
+    return g.sources
 
 
 def main(args) -> int:
     lab = pick([args.lab])[0]
     if args.impl == "solution":
         require_solutions("watch --impl solution")
-    build = build_dir(args.impl)
-    room = lab.folder()
+    build, options = grading.grade_build(args.impl)
     try:
-        cmake.configure(build, {"LAB_IMPL": args.impl, "PA_TEST_TIMEOUT": "20"}, quiet=True)
-        seen = snapshot(room)
-        show(lab, build, args.impl)
+        seen: dict = {}   # empty: the first look compares contents (a save during a grading)
+        graded = show(lab, build, options, args.impl, args.verbose)
         while True:
             time.sleep(args.interval)
-            now = snapshot(room)
-            if now != seen:
-                time.sleep(0.2)  # let an editor finish writing (some write twice)
-                seen = snapshot(room)
-                show(lab, build, args.impl)
+            if snapshot(lab, args.impl) == seen:
+                continue
+            time.sleep(0.2)  # let an editor finish writing (some write twice)
+            seen = snapshot(lab, args.impl)
+            # A file only touched (by the grader, or saved unchanged) is no change.
+            if stamps.digest(stamps.sources(lab, args.impl)) != graded:
+                graded = show(lab, build, options, args.impl, args.verbose)
+                seen = {}
     except KeyboardInterrupt:
-        print("\ntools/lab watch: stopped.")
+        print(grading.BuildTicker.clear() + "\ntools/lab watch: stopped.")
         return 0

@@ -1,0 +1,276 @@
+"""Unit tests of what the grader tells a student: failure text read whole from GoogleTest's output
+(the emulator's multi-line report included), sanitizer reports as statuses at the student's line,
+the choice of the test `watch` shows first, the table wrapped and never cut, the lock that lets
+one tools/lab at a time build a folder, the release's check for what it does not contain, and
+the benchmark summary's roofline lines. No build needed.
+Run: python3 -m unittest discover -s tools/tests"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+from pathlib import Path
+from unittest import mock
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from labkit import bench, grading, release, testrun  # noqa: E402
+from labkit import build as cmake  # noqa: E402
+from labkit.labs import Lab  # noqa: E402
+from labkit.paths import ROOT  # noqa: E402
+
+LAB = Lab("05", "05-cuda-paged-v1", "The CUDA paged_attention_v1 kernel")
+
+# What the emulator reports for a shuffle that only some lanes reach (common/simt/src/report.cpp),
+# as GoogleTest prints an exception: the last clause is the one a fixed-width cut used to lose.
+STUCK = ("simt: block (0, 0, 0) is stuck: warp 0: lanes 1-31 wait in __shfl_xor_sync "
+         "(starter.cpp:230) for lane 0, which waits in __syncthreads (starter.cpp:225). Every "
+         "lane named in a mask must reach the same warp collective.\nWhere each thread is:\n"
+         "  thread 0: at __syncthreads (starter.cpp:225)\n"
+         "  threads 1-31: in __shfl_xor_sync (starter.cpp:230)\n"
+         "  threads 32-127: exited")
+GTEST_STUCK = (
+    "[ RUN      ] PagedAttentionV1.OneTokenReturnsItsValueExactly/Emulator\n"
+    "unknown file: Failure\n"
+    f'C++ exception with description "{STUCK}" thrown in the test body.\n'
+    "Google Test trace:\n"
+    "/w/labs/05-cuda-paged-v1/test_lab.cpp:109: float32 head_size 64 block_size 16 heads 4/2\n"
+    "[  FAILED  ] PagedAttentionV1.OneTokenReturnsItsValueExactly/Emulator (3 ms)\n")
+
+TOLERANCE = ("worst element sequence 2, head 1, dimension 62: reference 0.014939848468423438, "
+             "kernel 1.8876953125, |diff| 1.8727554640315767, tolerance 0.00011494 "
+             "(atol 0.0001, rtol 0.001)")
+GTEST_TWO = (
+    "/w/labs/05-cuda-paged-v1/test_lab.cpp:103: Failure\n"
+    "Value of: AllClose(expected, got, atol, rtol, labels)\n"
+    f"  Actual: false ({TOLERANCE})\n"
+    "Expected: true\n"
+    "Google Test trace:\n"
+    "/w/labs/05-cuda-paged-v1/test_lab.cpp:109: float16 head_size 96 block_size 32 heads 4/2\n"
+    "/w/labs/05-cuda-paged-v1/test_lab.cpp:103: Failure\n"
+    "Expected equality of these values:\n  meta.positions.size()\n    Which is: 44\n  14\n"
+    "[  FAILED  ] S.T (1 ms)\n")
+
+ASAN = textwrap.dedent("""\
+    =================================================================
+    ==4242==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6310000 at pc 0x55 bp 0x7f sp 0x7f
+    READ of size 8 at 0x6310000107f8 thread T0
+        #0 0x55d in Eigen::internal::evaluator<X>::coeff(long) const /usr/include/eigen3/Eigen/src/Core/CoreEvaluators.h:262:12
+        #1 0x55e in pa::varlen_batch::attn_paged(Eigen::Matrix<double, -1, -1, 1, -1, -1> const&, int, int) /w/labs/04-varlen-batch/starter.cpp:97:23
+        #2 0x55f in AttnPaged_MixedDecodeAndPrefillChunkInOneCall_Test::TestBody() /w/labs/04-varlen-batch/test_lab.cpp:300:5
+
+    0x6310000107f8 is located 2056 bytes to the left of 40960-byte region [0x631000010800,0x63100001a800)
+    allocated by thread T0 here:
+        #0 0x7f in malloc (/lib/x86_64-linux-gnu/libasan.so.8+0xd9)
+        #1 0x55a in make_pool /w/labs/04-varlen-batch/test_lab.cpp:40:3
+    SUMMARY: AddressSanitizer: heap-buffer-overflow starter.cpp:97:23 in attn_paged
+    """)
+UBSAN = ("/w/labs/02-online-softmax/starter.cpp:51:14: runtime error: signed integer overflow: "
+         "2147483647 + 1 cannot be represented in type 'int'\n"
+         "    #0 0x55 in pa::online::merge(int) /w/labs/02-online-softmax/starter.cpp:51:14\n"
+         "    #1 0x56 in main /w/labs/02-online-softmax/test_lab.cpp:9:3\n")
+
+
+class FailureText(unittest.TestCase):
+    def test_the_emulators_report_is_read_whole(self):
+        found = testrun.failures(GTEST_STUCK)
+        self.assertEqual(len(found), 1)
+        self.assertEqual(found[0].message, STUCK)
+        self.assertEqual(found[0].trace, ["float32 head_size 64 block_size 16 heads 4/2"])
+        headline = testrun.first_mismatch(GTEST_STUCK)
+        self.assertTrue(headline.startswith("simt: block (0, 0, 0) is stuck: warp 0: lanes 1-31"))
+        self.assertIn("for lane 0, which waits in __syncthreads (starter.cpp:225)", headline)
+        self.assertTrue(headline.endswith("— in float32 head_size 64 block_size 16 heads 4/2"))
+        self.assertEqual(found[0].more_lines, 4)   # "Where each thread is:" and three lines
+        self.assertEqual(testrun.classify("***Failed", GTEST_STUCK)[0], "failed")
+
+    def test_every_failure_its_tolerance_and_its_configuration(self):
+        found = testrun.failures(GTEST_TWO)
+        self.assertEqual([f.structured for f in found], [True, False])
+        self.assertEqual(found[0].headline,
+                         TOLERANCE + " — in float16 head_size 96 block_size 32 heads 4/2")
+        self.assertEqual(found[1].headline, "Expected equality of these values: "
+                         "meta.positions.size() Which is: 44 14")
+
+    def test_the_tests_own_words_follow_the_checks(self):
+        out = ("x.cpp:9: Failure\nValue of: BitIdentical(a, b)\n  Actual: false (actual holds nan "
+               "at [0, 0] (first non-finite element))\nExpected: true\nsequence 0 head 3\n"
+               "[  FAILED  ] S.T (0 ms)\n")
+        self.assertEqual(testrun.first_mismatch(out), "actual holds nan at [0, 0] (first "
+                         "non-finite element) — sequence 0 head 3")
+        self.assertEqual(grading.failure_kind("failed", testrun.first_mismatch(out)), "NaN")
+
+    def test_sanitizer_reports_are_statuses_at_the_students_line(self):
+        self.assertEqual(testrun.sanitizer_report(ASAN),
+                         ("read outside a buffer", "labs/04-varlen-batch/starter.cpp:97 in "
+                          "attn_paged: 2056 bytes before a 40960-byte buffer"))
+        self.assertEqual(testrun.classify("***Exception: SegFault", "x\n" + ASAN)[0],
+                         "read outside a buffer")
+        self.assertEqual(testrun.sanitizer_report(ASAN.replace("READ of", "WRITE of"))[0],
+                         "wrote outside a buffer")
+        self.assertEqual(testrun.sanitizer_report(UBSAN),
+                         ("undefined behaviour", "labs/02-online-softmax/starter.cpp:51 in merge: "
+                          "signed integer overflow: 2147483647 + 1 cannot be represented in "
+                          "type 'int'"))
+        leak = ("==1==ERROR: LeakSanitizer: detected memory leaks\n\nDirect leak of 8 byte(s) "
+                "in 1 object(s) allocated from:\n    #0 0x7f in operator new(unsigned long) "
+                "/usr/lib/libasan.so\n    #1 0x55 in f() /w/labs/01-x/starter.cpp:12:3\n")
+        self.assertEqual(testrun.sanitizer_report(leak),
+                         ("leaked memory", "allocated at labs/01-x/starter.cpp:12 in f"))
+        self.assertIsNone(testrun.sanitizer_report(GTEST_TWO))
+
+
+def result(key: str, status: str, detail: str = "") -> testrun.TestResult:
+    return testrun.TestResult(f"lab05.{key}/Emulator", status, detail=detail)
+
+
+class FirstToFix(unittest.TestCase):
+    """The rule on results shaped like the catalogue's mutants of lab 05 (the real check runs
+    over every mutant in tools/lab mutants and check)."""
+
+    def setUp(self):
+        self.table = grading.read_table(LAB)
+        keys = list(self.table)
+        self.layout = next(k for k in keys if "ReshapeThenAttend" in k)
+        self.schedules = next(k for k in keys if "SchedulesAgree" in k)
+        self.nan_hint = next(k for k in keys if self.table[k].points
+                             and "NaN" in self.table[k].hint)
+
+    def pick(self, results):
+        chosen = grading.first_to_fix(results, self.table)
+        return chosen.key if chosen else None
+
+    def test_an_emulator_error_comes_first(self):
+        stuck = testrun.classify("***Failed", GTEST_STUCK)
+        results = [result(self.layout, "failed", "kernel holds nan at sequence 0"),
+                   result(self.schedules, *stuck)]
+        self.assertEqual(self.pick(results), self.schedules)
+        self.assertEqual(grading.failure_kind(*stuck), "emulator error")
+
+    def test_schedules_that_disagree_are_a_race(self):
+        race = "first difference at sequence 0, head 0, dimension 0: forward schedule 1 vs " \
+               "reverse schedule 2"
+        results = [result(self.layout, "failed", TOLERANCE), result(self.schedules, "failed", race)]
+        self.assertEqual(self.pick(results), self.schedules)
+        # ...but the same words in an answer the schedules agree on are a wrong value.
+        agreed = "worst element ...: reference 1, kernel (the same bits under all three " \
+                 "schedules: not a race) 2"
+        self.assertEqual(grading.failure_kind("failed", agreed), "wrong value")
+
+    def test_nan_output_shows_the_nan_hint(self):
+        results = [result(k, "failed", "kernel holds -nan at sequence 0, head 0") for k in
+                   (self.layout, self.schedules, self.nan_hint)]
+        self.assertEqual(self.pick(results), self.nan_hint)
+
+    def test_otherwise_the_chapters_order_and_a_sanitizer_above_all(self):
+        keys = [k for k in self.table if self.table[k].points]
+        results = [result(k, "failed", TOLERANCE) for k in reversed(keys)]
+        self.assertEqual(self.pick(results), keys[0])
+        results.append(result(keys[-1], "read outside a buffer", "labs/x/starter.cpp:3 in f"))
+        self.assertEqual(self.pick(results), keys[-1])
+        self.assertEqual(self.pick([result(keys[0], "not implemented", "f"),
+                                    result(keys[1], "crashed", "SIGSEGV")]), keys[1])
+        self.assertIsNone(self.pick([result(keys[0], "passed")]))
+
+
+class Table(unittest.TestCase):
+    def test_long_failures_are_wrapped_whole_and_verbose_shows_every_line(self):
+        g = grading.LabGrade(LAB, True, table=grading.read_table(LAB))
+        fails = testrun.failures(GTEST_STUCK)
+        key = next(iter(g.table))
+        g.tests.append(grading.Graded(LAB, key, key + "/Emulator", "failed", fails[0].headline, 0,
+                                      2, "a hint " * 30, 0.1, fails))
+        for verbose in (False, True):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), mock.patch.dict(os.environ, {"COLUMNS": "80"}):
+                grading.print_table([g], ROOT / "build" / "starter", verbose=verbose)
+            text = out.getvalue()
+            self.assertTrue(all(len(l) <= 80 for l in text.splitlines() if "/Emulator" not in l),
+                            text)   # (only a test's name, one word, may not fit)
+            flat = " ".join(text.split())
+            self.assertIn("for lane 0, which waits in __syncthreads (starter.cpp:225). Every lane "
+                          "named in a mask must reach the same warp collective.", flat)
+            self.assertIn("Start with:", text)
+            self.assertEqual("threads 32-127: exited" in text, verbose)
+            if not verbose:
+                self.assertIn("4 more lines: tools/lab grade 05 --verbose", flat)
+
+
+class Lock(unittest.TestCase):
+    def test_a_second_command_waits_and_says_for_whom(self):
+        build = Path(tempfile.mkdtemp(prefix="pa-lock-")) / "starter"
+        self.addCleanup(shutil.rmtree, build.parent, True)
+        holder = subprocess.Popen(
+            [sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]);"
+             "from labkit import build; from pathlib import Path\n"
+             "with build.lock(Path(sys.argv[2]), 'grade 04'):\n"
+             "    print('held', flush=True); time.sleep(1.5)",
+             str(ROOT / "tools"), str(build)], stdout=subprocess.PIPE, text=True)
+        self.assertEqual(holder.stdout.readline().strip(), "held")
+        said = []
+        start = time.monotonic()
+        with cmake.lock(build, "watch 04", said.append):
+            waited = time.monotonic() - start
+        holder.wait()
+        holder.stdout.close()
+        self.assertGreater(waited, 0.5)
+        self.assertEqual(len(said), 1)
+        self.assertRegex(said[0], r"waiting for tools/lab grade 04 \(pid \d+\) to finish with ")
+
+
+class ReleaseMentions(unittest.TestCase):
+    def test_what_the_release_lacks_is_named_with_its_line(self):
+        out = Path(tempfile.mkdtemp(prefix="pa-mentions-"))
+        self.addCleanup(shutil.rmtree, out)
+        files = {
+            "labs/01-x/README.md": "ok\n`solutions/01-x/solution.cpp`\n",
+            "labs/01-x/bench_lab.cpp": "// cmake --preset solution && build\n",
+            "docs/setup.md": "cmake --workflow --preset asan\ntools/lab grade --asan 04\n",
+            "tools/labkit/labs.py": "root / 'solutions/'  # code, not prose\n",
+            "CMakeLists.txt": "if(EXISTS solutions/)\n",
+        }
+        for rel, text in files.items():
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            (out / rel).write_text(text)
+        found = release.unshipped_mentions(out)
+        self.assertEqual([f.split(": mentions")[0] for f in found],
+                         ["docs/setup.md:1", "labs/01-x/README.md:2", "labs/01-x/bench_lab.cpp:1"])
+        self.assertIn("tools/lab grade --asan", found[0])
+
+
+class BenchSummary(unittest.TestCase):
+    def test_every_run_against_the_roofline_is_summarised_and_the_roofline_dashed(self):
+        runs = [{"name": "BM_GpuPagedAttentionV1/seqs:16/tokens:4096/heads:32/kv_heads:32/"
+                         "manual_time", "bytes_per_second": 2.5e12, "roofline_pct": 83.4,
+                 "tokens": 4096, "real_time": 1, "time_unit": "us"},
+                {"name": "BM_GpuReadRoofline/seqs:16/tokens:4096/heads:32/kv_heads:32/"
+                         "manual_time", "bytes_per_second": 3.0e12, "tokens": 4096,
+                 "real_time": 1, "time_unit": "us"}]
+        lines = bench.targets("06", runs)
+        self.assertEqual(lines, [("GpuPagedAttentionV1/seqs:16/tokens:4096/heads:32/kv_heads:32",
+                                  "2500 GB/s, 83% of the same-run read roofline", None)])
+        self.assertTrue(bench.is_yardstick("BM_GpuReadRoofline"))
+        self.assertTrue(bench.is_yardstick("BM_BaselineRead"))
+        self.assertFalse(bench.is_yardstick("BM_GpuPagedAttentionV1"))
+
+    def test_the_two_thread_read_is_a_reference(self):
+        def run(series, n, t):
+            return {"name": f"{series}/{n}", "tokens": n, "real_time": t, "time_unit": "ms",
+                    "bytes_per_second": 1e9}
+        runs = [run("BM_PartitionedOneThread", 4096, 2.0), run("BM_PartitionedTwoThreads", 4096, 1.0),
+                run("BM_BaselineRead", 4096, 1.0), run("BM_BaselineReadTwoThreads", 4096, 0.6)]
+        what = [w for w, _, _ in bench.targets("03", runs)]
+        self.assertIn("reference: 2-thread / 1-thread plain read at 4096 tokens", what)
+        self.assertFalse(any("ceiling" in w for w in what))
+
+
+if __name__ == "__main__":
+    unittest.main()
