@@ -1,8 +1,8 @@
 // Lab 05 — benchmarks: what the emulator costs, and on a GPU how close the v1 kernel's reads
 // come to the device's read roofline.
 //
-//   cmake --preset solution && cmake --build --preset solution --target lab05_bench
-//   build/solution/lab05_bench --benchmark_min_time=0.2
+//   tools/lab bench 05     (or: cmake --preset starter && cmake --build --preset starter
+//                           --target lab05_bench && build/starter/lab05_bench)
 //
 // Built from the file LAB_IMPL picks, so it times your kernel under the starter preset; a
 // benchmark whose kernel is still a skeleton skips with "not implemented yet: ...", and one

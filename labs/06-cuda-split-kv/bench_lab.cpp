@@ -1,8 +1,8 @@
 // Lab 06 — benchmarks: on a GPU, how close v1 (lab 05's kernel) and v2 (yours) come to the
 // device's read roofline, shape by shape; on the emulator, what a partition costs.
 //
-//   cmake --preset solution && cmake --build --preset solution --target lab06_bench
-//   build/solution/lab06_bench --benchmark_min_time=0.2
+//   tools/lab bench 06     (or: cmake --preset starter && cmake --build --preset starter
+//                           --target lab06_bench && build/starter/lab06_bench)
 //
 // Built from the file LAB_IMPL picks (lab 05's and lab 06's alike), so it times your kernels
 // under the starter preset; a benchmark whose kernel is still a skeleton skips with "not

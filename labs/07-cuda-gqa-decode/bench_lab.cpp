@@ -1,8 +1,8 @@
 // Lab 07 — benchmarks: what the emulator costs per tile, and on a GPU how close this kernel, lab
 // 05's v1 and lab 06's v2 come to the device's read roofline on the same decode batches.
 //
-//   cmake --preset solution && cmake --build --preset solution --target lab07_bench
-//   build/solution/lab07_bench --benchmark_min_time=0.2
+//   tools/lab bench 07     (or: cmake --preset starter && cmake --build --preset starter
+//                           --target lab07_bench && build/starter/lab07_bench)
 //
 // Built from the file LAB_IMPL picks, so it times your kernel under the starter preset; a
 // benchmark whose kernel is still a skeleton skips with "not implemented yet: ...", and one
