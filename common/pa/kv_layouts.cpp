@@ -182,6 +182,19 @@ void read_token(KvLayout layout, const Tensor& key_cache, const Tensor& value_ca
 
 // ---- Decode problems --------------------------------------------------------------------------
 
+DecodeTolerance decode_tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return {1e-4, 1e-4};
+    case DType::kFloat16:
+      return {1e-4, 1e-3};
+    case DType::kBFloat16:
+      return {1e-4, 8e-3};
+    default:
+      return {0.0, 0.0};
+  }
+}
+
 std::string describe(const DecodeConfig& c) {
   return dtype_name(c.dtype) + " head_size " + std::to_string(c.head_size) + " block_size " +
          std::to_string(c.block_size) + " heads " + std::to_string(c.num_heads) + "/" +

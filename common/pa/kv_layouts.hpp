@@ -110,6 +110,25 @@ struct DecodeConfig {
 };
 /// [decode_config]
 
+/// [decode_tolerance]
+/// How far a decode kernel's output may sit from the float64 reference: |out - ref| <= atol +
+/// rtol |ref|. Both sides start from the same rounded inputs, so only the kernel's float32
+/// arithmetic and the final rounding of `out` to the dtype remain.
+struct DecodeTolerance {
+  double atol;
+  double rtol;
+};
+
+/// Returns the tolerance for an output of `dtype`:
+///   float32: dot products of <= 256 terms, sums over up to 128k tokens (in two levels when the
+///            sequence is split), the GPU's approximate __expf/__fdividef; observed ~1e-6, and
+///            1e-4 still fails a wrong weight, which moves outputs by > 1e-2;
+///   float16: rounding costs up to 2^-11 = 4.9e-4 relative; rtol 1e-3 is two such half-ulps
+///            (the float32 error can push a value across a rounding boundary);
+///   bfloat16: 8 significant bits, half an ulp is 2^-8 = 3.9e-3 relative; 8e-3 is two.
+DecodeTolerance decode_tolerance(DType dtype);
+/// [decode_tolerance]
+
 /// Returns "float16 head_size 128 block_size 16 heads 4/2", for SCOPED_TRACE.
 std::string describe(const DecodeConfig& c);
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pa/kv_layouts.hpp"
+#include "pa/simt_testing.hpp"
 #include "pa/testing.hpp"
 #include "paged_attention_v1.hpp"
 #include "simt/errors_and_settings.hpp"
@@ -34,31 +35,11 @@ using pa::testing::Rng;
 constexpr double kLogitSpread = 4.0;
 
 /// [tolerances]
-struct Tolerance {
-  double atol;
-  double rtol;
-};
-
-/// How far the kernel's output may sit from the float64 reference, per dtype. The inputs are
-/// the same rounded values on both sides, so only the kernel's float32 arithmetic and the final
-/// rounding of `out` to the dtype remain.
+// The per-dtype tolerance every decode kernel of these labs is held to, and why it is that size:
+// pa::testing::decode_tolerance (pa/kv_layouts.hpp).
+using Tolerance = pa::testing::DecodeTolerance;
 Tolerance tolerance(DType dtype) {
-  switch (dtype) {
-    // float32 all the way: dot products of <= 256 terms, sums over up to ~60k tokens, and the
-    // GPU's approximate __expf/__fdividef (a few ulp). Observed error is ~1e-6; 1e-4 keeps a
-    // wide margin for the GPU while a wrong weight moves outputs by > 1e-2.
-    case DType::kFloat32:
-      return {1e-4, 1e-4};
-    // float16 output: rounding to nearest costs up to 2^-11 = 4.9e-4 relative; rtol 1e-3 is two
-    // such half-ulps (the float32 error can push a value across a rounding boundary).
-    case DType::kFloat16:
-      return {1e-4, 1e-3};
-    // bfloat16 output: 8 significant bits, half an ulp is 2^-8 = 3.9e-3 relative; 8e-3 is two.
-    case DType::kBFloat16:
-      return {1e-4, 8e-3};
-    default:
-      return {0.0, 0.0};
-  }
+  return pa::testing::decode_tolerance(dtype);
 }
 /// [tolerances]
 
@@ -115,21 +96,8 @@ void expect_matches_reference(Backend backend, const Config& c, std::uint64_t se
 
 // ---- The fixture: every test once per backend ---------------------------------------------
 
-class PagedAttentionV1 : public ::testing::TestWithParam<Backend> {
- protected:
-  void SetUp() override {
-    if (backend() == Backend::kCuda && !cuda_device_present()) GTEST_SKIP() << "no CUDA device";
-    // The emulator fills shared memory with NaN at block start, so a kernel that reads a logit
-    // it never wrote fails here (a GPU would hand it whatever the last block left behind).
-    saved_nan_fill_ = simt::fill_shared_with_nan();
-    simt::set_fill_shared_with_nan(true);
-  }
-  void TearDown() override { simt::set_fill_shared_with_nan(saved_nan_fill_); }
-  Backend backend() const { return GetParam(); }
-
- private:
-  bool saved_nan_fill_ = false;
-};
+// Every test once per backend, shared memory NaN-filled on the emulator (pa/simt_testing.hpp).
+class PagedAttentionV1 : public pa::testing::BackendTest<&cuda_device_present> {};
 
 INSTANTIATE_TEST_SUITE_P(, PagedAttentionV1, ::testing::Values(Backend::kEmulator, Backend::kCuda),
                          pa::testing::backend_test_name);
@@ -541,11 +509,7 @@ TEST_P(PagedAttentionV1, SchedulesAgreeBitForBit) {
   c.seq_lens = {150, 3, 77};
   Rng rng(908);
   const Problem p = make_problem(rng, c);
-  struct Restore {
-    simt::Schedule schedule = simt::schedule();
-    std::uint64_t seed = simt::schedule_seed();
-    ~Restore() { simt::set_schedule(schedule, seed); }
-  } restore;
+  const pa::testing::RestoreSchedule restore;
   simt::set_schedule(simt::Schedule::Forward);
   const Mat forward = run(GetParam(), p);
   simt::set_schedule(simt::Schedule::Reverse);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "pa/kv_layouts.hpp"
+#include "pa/simt_testing.hpp"
 #include "pa/testing.hpp"
 #include "paged_attention_v2.hpp"
 #include "simt/errors_and_settings.hpp"
@@ -43,31 +44,11 @@ constexpr KvLayout kV0 = KvLayout::kV0;
 constexpr int kSmallPartition = 64;  // many partitions from a few thousand tokens
 
 /// [tolerances]
-struct Tolerance {
-  double atol;
-  double rtol;
-};
-
-/// How far the output may sit from the float64 reference, per dtype. The inputs are the same
-/// rounded values on both sides, so only the kernels' float32 arithmetic (the merge included)
-/// and the final rounding of `out` to the dtype remain.
+// The per-dtype tolerance every decode kernel of these labs is held to, and why it is that size:
+// pa::testing::decode_tolerance (pa/kv_layouts.hpp).
+using Tolerance = pa::testing::DecodeTolerance;
 Tolerance tolerance(DType dtype) {
-  switch (dtype) {
-    // float32 all the way: dot products of <= 256 terms, sums over up to 128k tokens in two
-    // levels (a partition, then the merge), the GPU's approximate __expf/__fdividef. Observed
-    // error is ~1e-6; a wrong weight or a missed rescale moves outputs by > 1e-2.
-    case DType::kFloat32:
-      return {1e-4, 1e-4};
-    // float16 output: rounding to nearest costs up to 2^-11 = 4.9e-4 relative; rtol 1e-3 is two
-    // such half-ulps (the float32 error can push a value across a rounding boundary).
-    case DType::kFloat16:
-      return {1e-4, 1e-3};
-    // bfloat16 output: 8 significant bits, half an ulp is 2^-8 = 3.9e-3 relative; 8e-3 is two.
-    case DType::kBFloat16:
-      return {1e-4, 8e-3};
-    default:
-      return {0.0, 0.0};
-  }
+  return pa::testing::decode_tolerance(dtype);
 }
 
 // The partials are float32 whatever the dtype, computed from the same rounded inputs as the
@@ -214,8 +195,8 @@ HostPartial host_partial(const Problem& p, int s, int h, int first, int last) {
       for (int part = 0; part < parts; ++part) {
         const std::int64_t i = (std::int64_t{s} * num_heads + h) * parts + part;
         std::ostringstream where;
-        where << "sequence " << s << " (" << len << " tokens, " << own
-              << " partition(s)), head " << h << ", partition " << part;
+        where << "sequence " << s << " (" << len << " tokens, " << own << " partition(s)), head "
+              << h << ", partition " << part;
         if (own == 1 || part >= own) {
           const char* why = own == 1 ? "a one-partition sequence writes out directly"
                                      : "past the sequence's own partitions";
@@ -240,9 +221,8 @@ HostPartial host_partial(const Problem& p, int s, int h, int first, int last) {
         const double m = load(after.max_logits, i), denom = load(after.exp_sums, i);
         if (!(std::abs(m - want.m) <= kMaxLogitTol)) {
           return ::testing::AssertionFailure()
-                 << where.str() << ": max_logits " << m << ", the host's max over tokens ["
-                 << first << ", " << last << ") is " << want.m << " (tolerance " << kMaxLogitTol
-                 << ")";
+                 << where.str() << ": max_logits " << m << ", the host's max over tokens [" << first
+                 << ", " << last << ") is " << want.m << " (tolerance " << kMaxLogitTol << ")";
         }
         if (!(std::abs(denom - want.denom) <= kExpSumRtol * want.denom)) {
           return ::testing::AssertionFailure()
@@ -267,21 +247,8 @@ HostPartial host_partial(const Problem& p, int s, int h, int first, int last) {
 
 // ---- The fixture: every test once per backend ---------------------------------------------
 
-class PagedAttentionV2 : public ::testing::TestWithParam<Backend> {
- protected:
-  void SetUp() override {
-    if (backend() == Backend::kCuda && !cuda_device_present()) GTEST_SKIP() << "no CUDA device";
-    // The emulator fills shared memory with NaN at block start, so a kernel that reads a logit
-    // or a warp's row it never wrote fails here (a GPU would hand it whatever was left there).
-    saved_nan_fill_ = simt::fill_shared_with_nan();
-    simt::set_fill_shared_with_nan(true);
-  }
-  void TearDown() override { simt::set_fill_shared_with_nan(saved_nan_fill_); }
-  Backend backend() const { return GetParam(); }
-
- private:
-  bool saved_nan_fill_ = false;
-};
+// Every test once per backend, shared memory NaN-filled on the emulator (pa/simt_testing.hpp).
+class PagedAttentionV2 : public pa::testing::BackendTest<&cuda_device_present> {};
 
 INSTANTIATE_TEST_SUITE_P(, PagedAttentionV2, ::testing::Values(Backend::kEmulator, Backend::kCuda),
                          pa::testing::backend_test_name);
@@ -300,7 +267,8 @@ void expect_grid(Backend backend, DType dtype, std::uint64_t seed) {
       c.head_size = head_size;
       c.block_size = block_size;
       c.seq_lens = {3 * kSmallPartition + 2 * block_size + 3, 1, kPartitionSize + block_size + 1};
-      expect_matches_reference(backend, c, seed + static_cast<std::uint64_t>(head_size * block_size),
+      expect_matches_reference(backend, c,
+                               seed + static_cast<std::uint64_t>(head_size * block_size),
                                {kSmallPartition, kPartitionSize});
     }
   }
@@ -341,14 +309,14 @@ TEST_P(PagedAttentionV2, PartitionEdgesInOneBatch) {
       const int len = c.seq_lens[static_cast<std::size_t>(s)];
       const auto& blocks = p.blocks[static_cast<std::size_t>(s)];
       if (len % c.block_size != 0) {
-        ASSERT_TRUE(std::isnan(load(p.value_cache, pa::testing::value_index(
-                                                       kV0, p.value_cache, blocks.back(), 0,
-                                                       len % c.block_size, 0))));
+        ASSERT_TRUE(std::isnan(
+            load(p.value_cache, pa::testing::value_index(kV0, p.value_cache, blocks.back(), 0,
+                                                         len % c.block_size, 0))));
       }
       const std::int64_t width = p.block_tables.size(1);
       const int pad_id = p.block_tables.data_as<std::int32_t>()[s * width + width - 1];
-      ASSERT_TRUE(std::isnan(load(p.key_cache, pa::testing::key_index(kV0, p.key_cache, pad_id,
-                                                                      0, 0, 0))));
+      ASSERT_TRUE(
+          std::isnan(load(p.key_cache, pa::testing::key_index(kV0, p.key_cache, pad_id, 0, 0, 0))));
     }
     EXPECT_TRUE(pa::testing::SpreadIsWide(p));
     expect_close_to_reference(p, run(GetParam(), p, partition_size).out);
@@ -482,8 +450,9 @@ TEST_P(PagedAttentionV2, OnePartitionEqualsManyPartitions) {
   const Problem p = make_problem(rng, c);
   const Mat whole = run(GetParam(), p, kPartitionSize).out;
   const Mat split = run(GetParam(), p, kSmallPartition).out;
-  EXPECT_TRUE(AllClose(whole, split, kSameSumsTol, kSameSumsTol,
-                       pa::testing::decode_labels(c.num_heads, "one partition", "64 per partition")));
+  EXPECT_TRUE(
+      AllClose(whole, split, kSameSumsTol, kSameSumsTol,
+               pa::testing::decode_labels(c.num_heads, "one partition", "64 per partition")));
   expect_close_to_reference(p, whole);
   expect_close_to_reference(p, split);
 }
@@ -503,12 +472,11 @@ TEST_P(PagedAttentionV2, PartitionMaxesFarApartAreRescaled) {
   Rng rng(909);
   Problem p = make_problem(rng, c);
   const int width = c.num_kv_heads * c.head_size;
-  for (const auto& [token, strength] : {std::pair{1400, 7.0}, std::pair{1410, 6.98},
-                                        std::pair{1450, 6.95}}) {
+  for (const auto& [token, strength] :
+       {std::pair{1400, 7.0}, std::pair{1410, 6.98}, std::pair{1450, 6.95}}) {
     Eigen::RowVectorXd hot_key(width);  // [num_kv_heads * head_size]
     for (int h = 0; h < c.num_kv_heads; ++h) {
-      hot_key.segment(h * c.head_size, c.head_size) =
-          strength * p.q.row(h).array().sign().matrix();
+      hot_key.segment(h * c.head_size, c.head_size) = strength * p.q.row(h).array().sign().matrix();
     }
     p.k[0].row(token) = hot_key;
     const int block = p.blocks[0][static_cast<std::size_t>(token / c.block_size)];
@@ -517,8 +485,8 @@ TEST_P(PagedAttentionV2, PartitionMaxesFarApartAreRescaled) {
   }
   // The data really is what the comment says, for both heads and both partition sizes.
   for (int h = 0; h < c.num_heads; ++h) {
-    const Vec s = pa::testing::scores(p.q.row(h).transpose(), p.k[0].middleCols(h * c.head_size,
-                                                                                c.head_size));
+    const Vec s = pa::testing::scores(p.q.row(h).transpose(),
+                                      p.k[0].middleCols(h * c.head_size, c.head_size));
     ASSERT_GT(s.segment(1400, 100).maxCoeff() - s.head(kSmallPartition).maxCoeff(), 120.0);
   }
   for (const int partition_size : {kPartitionSize, kSmallPartition}) {
@@ -608,8 +576,7 @@ TEST_P(PagedAttentionV2, OneTokenReturnsItsValueExactly) {
     for (int s = 0; s < 2; ++s) {
       for (int h = 0; h < c.num_heads; ++h) {
         const Eigen::Index col = Eigen::Index{h / group} * c.head_size;
-        EXPECT_TRUE(
-            BitIdentical(p.v[s].middleCols(col, c.head_size), out.row(s * c.num_heads + h)))
+        EXPECT_TRUE(BitIdentical(p.v[s].middleCols(col, c.head_size), out.row(s * c.num_heads + h)))
             << "partition_size " << partition_size << ", sequence " << s << " head " << h;
       }
     }
@@ -677,11 +644,7 @@ TEST_P(PagedAttentionV2, SchedulesAgreeBitForBit) {
   c.seq_lens = {700, 3, 140};
   Rng rng(916);
   const Problem p = make_problem(rng, c);
-  struct Restore {
-    simt::Schedule schedule = simt::schedule();
-    std::uint64_t seed = simt::schedule_seed();
-    ~Restore() { simt::set_schedule(schedule, seed); }
-  } restore;
+  const pa::testing::RestoreSchedule restore;
   for (const int partition_size : {kPartitionSize, kSmallPartition}) {
     SCOPED_TRACE("partition_size " + std::to_string(partition_size));
     simt::set_schedule(simt::Schedule::Forward);
@@ -692,10 +655,10 @@ TEST_P(PagedAttentionV2, SchedulesAgreeBitForBit) {
     const V2Run shuffled = run(GetParam(), p, partition_size);
     EXPECT_TRUE(BitIdentical(forward.out, reverse.out)) << "forward vs reverse";
     EXPECT_TRUE(BitIdentical(forward.out, shuffled.out)) << "forward vs random:2024";
-    EXPECT_TRUE(std::memcmp(forward.tmp_out.data(), reverse.tmp_out.data(),
-                            forward.tmp_out.nbytes()) == 0 &&
-                std::memcmp(forward.tmp_out.data(), shuffled.tmp_out.data(),
-                            forward.tmp_out.nbytes()) == 0)
+    EXPECT_TRUE(
+        std::memcmp(forward.tmp_out.data(), reverse.tmp_out.data(), forward.tmp_out.nbytes()) ==
+            0 &&
+        std::memcmp(forward.tmp_out.data(), shuffled.tmp_out.data(), forward.tmp_out.nbytes()) == 0)
         << "the partials in tmp_out differ between schedules";
     expect_close_to_reference(p, forward.out);
   }

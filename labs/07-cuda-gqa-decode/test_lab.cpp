@@ -16,6 +16,7 @@
 
 #include "gqa_decode.hpp"
 #include "pa/kv_layouts.hpp"
+#include "pa/simt_testing.hpp"
 #include "pa/testing.hpp"
 #include "simt/errors_and_settings.hpp"
 
@@ -97,7 +98,8 @@ void expect_matches_reference(Backend backend, const DecodeConfig& c, std::uint6
   Rng rng(seed);
   const DecodeProblem p = make_problem(rng, c);
   EXPECT_TRUE(pa::testing::SpreadIsWide(p));
-  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(backend, p, partition_size)));
+  EXPECT_TRUE(
+      CloseToReference(p, pa::testing::expected_decode(p), run(backend, p, partition_size)));
 }
 
 /// A configuration: dtype, head size, block size, query heads / kv heads, sequence lengths.
@@ -114,30 +116,12 @@ DecodeConfig config(DType dtype, int head_size, int block_size, int num_heads, i
   return c;
 }
 
-/// Restores the emulator's schedule when a test that changes it ends.
-struct RestoreSchedule {
-  simt::Schedule schedule = simt::schedule();
-  std::uint64_t seed = simt::schedule_seed();
-  ~RestoreSchedule() { simt::set_schedule(schedule, seed); }
-};
+using pa::testing::RestoreSchedule;
 
 // ---- The fixture: every test once per backend ---------------------------------------------
 
-class GqaDecode : public ::testing::TestWithParam<Backend> {
- protected:
-  void SetUp() override {
-    if (backend() == Backend::kCuda && !cuda_device_present()) GTEST_SKIP() << "no CUDA device";
-    // The emulator fills shared memory with NaN at block start, so a kernel that reads a tile
-    // it never wrote fails here (a GPU would hand it whatever the last block left behind).
-    saved_nan_fill_ = simt::fill_shared_with_nan();
-    simt::set_fill_shared_with_nan(true);
-  }
-  void TearDown() override { simt::set_fill_shared_with_nan(saved_nan_fill_); }
-  Backend backend() const { return GetParam(); }
-
- private:
-  bool saved_nan_fill_ = false;
-};
+// Every test once per backend, shared memory NaN-filled on the emulator (pa/simt_testing.hpp).
+class GqaDecode : public pa::testing::BackendTest<&cuda_device_present> {};
 
 INSTANTIATE_TEST_SUITE_P(, GqaDecode, ::testing::Values(Backend::kEmulator, Backend::kCuda),
                          pa::testing::backend_test_name);
@@ -246,17 +230,17 @@ TEST_P(GqaDecode, ReshapeThenDecodeIsOneDecodeStep) {
   Rng rng(703);
   const int num_blocks = 9;
   const IVec order = rng.permutation(num_blocks);
-  const std::vector<std::vector<int>> blocks = {
-      {order[0], order[1], order[2], order[3], order[4]}, {order[5]}};
+  const std::vector<std::vector<int>> blocks = {{order[0], order[1], order[2], order[3], order[4]},
+                                                {order[5]}};
   std::vector<Mat> k(2), v(2);
   for (int s = 0; s < 2; ++s) {
     k[s] = rounded(dtype, rng.normal(prompt[s] + 1, width));
     v[s] = rounded(dtype, rng.normal(prompt[s] + 1, width));
   }
-  Tensor key_cache = pa::testing::nan_key_cache(kFlash, dtype, num_blocks, block_size,
-                                                num_kv_heads, head_size);
-  Tensor value_cache = pa::testing::nan_value_cache(kFlash, dtype, num_blocks, block_size,
-                                                    num_kv_heads, head_size);
+  Tensor key_cache =
+      pa::testing::nan_key_cache(kFlash, dtype, num_blocks, block_size, num_kv_heads, head_size);
+  Tensor value_cache =
+      pa::testing::nan_value_cache(kFlash, dtype, num_blocks, block_size, num_kv_heads, head_size);
 
   // One reshape_and_cache_flash call per phase: tokens [first[s], last[s]) of both sequences as
   // one flat batch, each sequence followed by a padding token (slot -1) full of 7s.
@@ -311,8 +295,8 @@ TEST_P(GqaDecode, ReshapeThenDecodeIsOneDecodeStep) {
   }
   EXPECT_TRUE(FarFromUniform(pa::testing::scores(q.row(0).transpose(), k[0].leftCols(head_size))));
   const Tolerance tol = tolerance(dtype);
-  EXPECT_TRUE(AllClose(want, pa::testing::to_mat(out, 2 * num_heads, head_size), tol.atol,
-                       tol.rtol, pa::testing::decode_labels(num_heads)));
+  EXPECT_TRUE(AllClose(want, pa::testing::to_mat(out, 2 * num_heads, head_size), tol.atol, tol.rtol,
+                       pa::testing::decode_labels(num_heads)));
 }
 /// [test_decode_step]
 
@@ -463,8 +447,7 @@ TEST_P(GqaDecode, TokensPastTheEndWeighNothingWhenEveryScoreIsNegative) {
     for (int h = 0; h < c.num_kv_heads; ++h) {
       const Mat k = p.k[static_cast<std::size_t>(s)].middleCols(h * c.head_size, c.head_size);
       const double top =
-          pa::testing::scores(p.q.row(Eigen::Index{s} * c.num_heads + h).transpose(), k)
-              .maxCoeff();
+          pa::testing::scores(p.q.row(Eigen::Index{s} * c.num_heads + h).transpose(), k).maxCoeff();
       ASSERT_LT(top, -4.0) << "sequence " << s << " head " << h;
     }
   }
@@ -607,8 +590,8 @@ TEST_P(GqaDecode, AgreesWithTheV0LayoutOnMultiHeadShapes) {
   // it within tolerance(dtype), as lab 06's must within its own: the two kernels then agree to
   // the sum of the two tolerances. MHA (one query head per kv head, lab 06's shapes) and
   // partitions of 512 tokens, vLLM v2's partition size.
-  for (const auto& [head_size, lens] : {std::pair{128, std::vector<int>{600, 37, 129}},
-                                        std::pair{64, std::vector<int>{513, 1}}}) {
+  for (const auto& [head_size, lens] :
+       {std::pair{128, std::vector<int>{600, 37, 129}}, std::pair{64, std::vector<int>{513, 1}}}) {
     DecodeConfig c = config(DType::kFloat16, head_size, 16, 4, 4, lens);
     SCOPED_TRACE(pa::testing::describe(c));
     Rng flash_rng(770 + head_size), v0_rng(770 + head_size);
@@ -620,13 +603,13 @@ TEST_P(GqaDecode, AgreesWithTheV0LayoutOnMultiHeadShapes) {
     Mat want(flash.num_seqs() * c.num_heads, c.head_size);
     for (int s = 0; s < v0.num_seqs(); ++s) {
       const int len = c.seq_lens[static_cast<std::size_t>(s)];
-      const std::int32_t* table = v0.block_tables.data_as<std::int32_t>() +
-                                  std::int64_t{s} * v0.block_tables.size(1);
+      const std::int32_t* table =
+          v0.block_tables.data_as<std::int32_t>() + std::int64_t{s} * v0.block_tables.size(1);
       for (int h = 0; h < c.num_heads; ++h) {
         Mat k(len, c.head_size), v(len, c.head_size);
         for (int t = 0; t < len; ++t) {
-          pa::testing::read_token(KvLayout::kV0, v0.key_cache, v0.value_cache, table,
-                                  c.block_size, t, h, k, v);
+          pa::testing::read_token(KvLayout::kV0, v0.key_cache, v0.value_cache, table, c.block_size,
+                                  t, h, k, v);
         }
         want.row(Eigen::Index{s} * c.num_heads + h) = pa::testing::reference_attention(
             v0.q.row(Eigen::Index{s} * c.num_heads + h).transpose(), k, v);

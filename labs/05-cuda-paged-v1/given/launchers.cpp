@@ -16,6 +16,7 @@
 #include "given/backend.hpp"
 #include "given/checks.hpp"
 #include "given/kernel_support.cuh"
+#include "pa/device_tensors.cuh"
 #include "simt/timing.hpp"
 
 #include PA_LAB_IMPL  // the two kernels: reshape_and_cache_kernel, paged_attention_v1_kernel
@@ -23,43 +24,11 @@
 namespace pa::cuda_v1::SIMT_BACKEND {
 namespace {
 
-/// A device copy of `t` as elements of T (the caller picks the T that matches t.dtype()).
-template <typename T>
-simt::DeviceBuffer<T> to_device(const Tensor& t) {
-  simt::DeviceBuffer<T> buffer(static_cast<std::size_t>(t.numel()));  // [t.numel()]
-  buffer.upload(t.data_as<T>(), buffer.size());
-  return buffer;
-}
-
-/// A device copy of `t`'s bytes, whatever its dtype: [t.nbytes()].
-simt::DeviceBuffer<unsigned char> bytes_to_device(const Tensor& t) {
-  simt::DeviceBuffer<unsigned char> buffer(t.nbytes());
-  buffer.upload(static_cast<const unsigned char*>(t.data()), t.nbytes());
-  return buffer;
-}
-
-/// Copies `buffer` back over the bytes of `t`, which has as many elements.
-template <typename T>
-void to_host(const simt::DeviceBuffer<T>& buffer, Tensor& t) {
-  buffer.download(t.data_as<T>(), buffer.size());
-}
-
-/// The bytes of a device buffer seen as elements of T (T must match the tensor's dtype).
-template <typename T>
-T* as_elements(simt::DeviceBuffer<unsigned char>& buffer) {
-  return reinterpret_cast<T*>(buffer.data());
-}
-
-/// Calls f(std::type_identity<scalar_t>{}) with the device type of `dtype`.
-template <class F>
-void with_scalar_t(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kFloat32: return f(std::type_identity<float>{});
-    case DType::kFloat16: return f(std::type_identity<__half>{});
-    case DType::kBFloat16: return f(std::type_identity<__nv_bfloat16>{});
-    default: throw std::logic_error("with_scalar_t: not an activation dtype (checks missed it)");
-  }
-}
+using pa::device::as_elements;
+using pa::device::bytes_to_device;
+using pa::device::to_device;
+using pa::device::to_host;
+using pa::device::with_scalar_t;
 
 /// One instantiation of the attention kernel: element type, head size and block size.
 template <typename T, int HEAD, int BLOCK>
@@ -73,13 +42,20 @@ struct V1Config {
 template <typename scalar_t, int BLOCK_SIZE, class F>
 void with_head_size(int head_size, F&& f) {
   switch (head_size) {
-    case 64: return f(V1Config<scalar_t, 64, BLOCK_SIZE>{});
-    case 80: return f(V1Config<scalar_t, 80, BLOCK_SIZE>{});
-    case 96: return f(V1Config<scalar_t, 96, BLOCK_SIZE>{});
-    case 112: return f(V1Config<scalar_t, 112, BLOCK_SIZE>{});
-    case 128: return f(V1Config<scalar_t, 128, BLOCK_SIZE>{});
-    case 256: return f(V1Config<scalar_t, 256, BLOCK_SIZE>{});
-    default: throw std::logic_error("with_head_size: unsupported head size (checks missed it)");
+    case 64:
+      return f(V1Config<scalar_t, 64, BLOCK_SIZE>{});
+    case 80:
+      return f(V1Config<scalar_t, 80, BLOCK_SIZE>{});
+    case 96:
+      return f(V1Config<scalar_t, 96, BLOCK_SIZE>{});
+    case 112:
+      return f(V1Config<scalar_t, 112, BLOCK_SIZE>{});
+    case 128:
+      return f(V1Config<scalar_t, 128, BLOCK_SIZE>{});
+    case 256:
+      return f(V1Config<scalar_t, 256, BLOCK_SIZE>{});
+    default:
+      throw std::logic_error("with_head_size: unsupported head size (checks missed it)");
   }
 }
 
@@ -90,10 +66,14 @@ void with_v1_config(DType dtype, int head_size, int block_size, F&& f) {
   with_scalar_t(dtype, [&](auto scalar) {
     using scalar_t = typename decltype(scalar)::type;
     switch (block_size) {
-      case 8: return with_head_size<scalar_t, 8>(head_size, f);
-      case 16: return with_head_size<scalar_t, 16>(head_size, f);
-      case 32: return with_head_size<scalar_t, 32>(head_size, f);
-      default: throw std::logic_error("with_v1_config: unsupported block size (checks missed it)");
+      case 8:
+        return with_head_size<scalar_t, 8>(head_size, f);
+      case 16:
+        return with_head_size<scalar_t, 16>(head_size, f);
+      case 32:
+        return with_head_size<scalar_t, 32>(head_size, f);
+      default:
+        throw std::logic_error("with_v1_config: unsupported block size (checks missed it)");
     }
   });
 }
@@ -143,8 +123,8 @@ class Session final : public DeviceSession::Impl {
     query_ = bytes_to_device(a.query);              // [num_seqs, num_heads, head_size]
     key_cache_ = bytes_to_device(a.key_cache);      // [blocks, kv_heads, head/x, block, x]
     value_cache_ = bytes_to_device(a.value_cache);  // [blocks, kv_heads, head, block]
-    block_tables_ = to_device<std::int32_t>(a.block_tables);  // [num_seqs, max_blocks_per_seq]
-    seq_lens_ = to_device<std::int32_t>(a.seq_lens);          // [num_seqs]
+    block_tables_ = to_device<std::int32_t>(a.block_tables);     // [num_seqs, max_blocks_per_seq]
+    seq_lens_ = to_device<std::int32_t>(a.seq_lens);             // [num_seqs]
     out_ = simt::DeviceBuffer<unsigned char>(a.query.nbytes());  // [num_seqs, heads, head_size]
     out_.fill_bytes(0xFF);  // NaN: an element the kernel forgets to write cannot pass
   }
@@ -228,16 +208,16 @@ class BackendLaunchers final : public Launchers {
     const int block_size = static_cast<int>(key_cache.size(3));
     with_scalar_t(key.dtype(), [&](auto scalar) {
       using scalar_t = typename decltype(scalar)::type;
-      const auto d_key = to_device<scalar_t>(key);      // [num_tokens, num_kv_heads, head_size]
-      const auto d_value = to_device<scalar_t>(value);  // [num_tokens, num_kv_heads, head_size]
+      const auto d_key = to_device<scalar_t>(key);        // [num_tokens, num_kv_heads, head_size]
+      const auto d_value = to_device<scalar_t>(value);    // [num_tokens, num_kv_heads, head_size]
       auto d_key_cache = to_device<scalar_t>(key_cache);  // [blocks, kv_heads, head/x, block, x]
       auto d_value_cache = to_device<scalar_t>(value_cache);  // [blocks, kv_heads, head, block]
       const auto d_slots = to_device<std::int64_t>(slot_mapping);  // [num_tokens]
       const int width = num_kv_heads * head_size;
-      simt::launch(reshape_and_cache_kernel<scalar_t>, dim3(num_tokens),
-                   dim3(std::min(width, 512)), 0, d_key.data(), d_value.data(),
-                   d_key_cache.data(), d_value_cache.data(), d_slots.data(), width, width,
-                   num_kv_heads, head_size, block_size, x_of(key.dtype()));
+      simt::launch(reshape_and_cache_kernel<scalar_t>, dim3(num_tokens), dim3(std::min(width, 512)),
+                   0, d_key.data(), d_value.data(), d_key_cache.data(), d_value_cache.data(),
+                   d_slots.data(), width, width, num_kv_heads, head_size, block_size,
+                   x_of(key.dtype()));
       throw_if_todo("reshape_and_cache_kernel", PA_LAB_IMPL);
       to_host(d_key_cache, key_cache);
       to_host(d_value_cache, value_cache);

@@ -16,6 +16,7 @@
 #include "given/backend.hpp"
 #include "given/checks.hpp"
 #include "given/kernel_support.cuh"
+#include "pa/device_tensors.cuh"
 
 #include "simt/timing.hpp"
 
@@ -24,44 +25,11 @@
 namespace pa::cuda_v2::SIMT_BACKEND {
 namespace {
 
-/// A device copy of `t` as elements of T (the caller picks the T that matches t.dtype()).
-template <typename T>
-simt::DeviceBuffer<T> to_device(const Tensor& t) {
-  simt::DeviceBuffer<T> buffer(static_cast<std::size_t>(t.numel()));  // [t.numel()]
-  buffer.upload(t.data_as<T>(), buffer.size());
-  return buffer;
-}
-
-/// A device copy of `t`'s bytes, whatever its dtype: [t.nbytes()].
-simt::DeviceBuffer<unsigned char> bytes_to_device(const Tensor& t) {
-  simt::DeviceBuffer<unsigned char> buffer(t.nbytes());
-  buffer.upload(static_cast<const unsigned char*>(t.data()), t.nbytes());
-  return buffer;
-}
-
-/// A device buffer of `n` floats, every one NaN: an element a kernel forgets cannot pass.
-simt::DeviceBuffer<float> nan_floats(std::size_t n) {
-  simt::DeviceBuffer<float> buffer(n);
-  buffer.fill_bytes(0xFF);
-  return buffer;
-}
-
-/// The bytes of a device buffer seen as elements of T (T must match the tensor's dtype).
-template <typename T>
-T* as_elements(simt::DeviceBuffer<unsigned char>& buffer) {
-  return reinterpret_cast<T*>(buffer.data());
-}
-
-/// Calls f(std::type_identity<scalar_t>{}) with the device type of `dtype`.
-template <class F>
-void with_scalar_t(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kFloat32: return f(std::type_identity<float>{});
-    case DType::kFloat16: return f(std::type_identity<__half>{});
-    case DType::kBFloat16: return f(std::type_identity<__nv_bfloat16>{});
-    default: throw std::logic_error("with_scalar_t: not an activation dtype (checks missed it)");
-  }
-}
+using pa::device::as_elements;
+using pa::device::bytes_to_device;
+using pa::device::nan_floats;
+using pa::device::to_device;
+using pa::device::with_scalar_t;
 
 /// One instantiation of the kernels: element type, head size, block size and partition size.
 template <typename T, int HEAD, int BLOCK, int PARTITION>
@@ -77,13 +45,20 @@ struct V2Config {
 template <typename scalar_t, int BLOCK_SIZE, int PARTITION_SIZE, class F>
 void with_head_size(int head_size, F&& f) {
   switch (head_size) {
-    case 64: return f(V2Config<scalar_t, 64, BLOCK_SIZE, PARTITION_SIZE>{});
-    case 80: return f(V2Config<scalar_t, 80, BLOCK_SIZE, PARTITION_SIZE>{});
-    case 96: return f(V2Config<scalar_t, 96, BLOCK_SIZE, PARTITION_SIZE>{});
-    case 112: return f(V2Config<scalar_t, 112, BLOCK_SIZE, PARTITION_SIZE>{});
-    case 128: return f(V2Config<scalar_t, 128, BLOCK_SIZE, PARTITION_SIZE>{});
-    case 256: return f(V2Config<scalar_t, 256, BLOCK_SIZE, PARTITION_SIZE>{});
-    default: throw std::logic_error("with_head_size: unsupported head size (checks missed it)");
+    case 64:
+      return f(V2Config<scalar_t, 64, BLOCK_SIZE, PARTITION_SIZE>{});
+    case 80:
+      return f(V2Config<scalar_t, 80, BLOCK_SIZE, PARTITION_SIZE>{});
+    case 96:
+      return f(V2Config<scalar_t, 96, BLOCK_SIZE, PARTITION_SIZE>{});
+    case 112:
+      return f(V2Config<scalar_t, 112, BLOCK_SIZE, PARTITION_SIZE>{});
+    case 128:
+      return f(V2Config<scalar_t, 128, BLOCK_SIZE, PARTITION_SIZE>{});
+    case 256:
+      return f(V2Config<scalar_t, 256, BLOCK_SIZE, PARTITION_SIZE>{});
+    default:
+      throw std::logic_error("with_head_size: unsupported head size (checks missed it)");
   }
 }
 
@@ -91,8 +66,10 @@ void with_head_size(int head_size, F&& f) {
 template <typename scalar_t, int BLOCK_SIZE, class F>
 void with_partition_size(int partition_size, int head_size, F&& f) {
   switch (partition_size) {
-    case 64: return with_head_size<scalar_t, BLOCK_SIZE, 64>(head_size, f);
-    case 512: return with_head_size<scalar_t, BLOCK_SIZE, 512>(head_size, f);
+    case 64:
+      return with_head_size<scalar_t, BLOCK_SIZE, 64>(head_size, f);
+    case 512:
+      return with_head_size<scalar_t, BLOCK_SIZE, 512>(head_size, f);
     default:
       throw std::logic_error("with_partition_size: unsupported partition size (checks missed it)");
   }
@@ -105,10 +82,14 @@ void with_v2_config(DType dtype, int head_size, int block_size, int partition_si
   with_scalar_t(dtype, [&](auto scalar) {
     using scalar_t = typename decltype(scalar)::type;
     switch (block_size) {
-      case 8: return with_partition_size<scalar_t, 8>(partition_size, head_size, f);
-      case 16: return with_partition_size<scalar_t, 16>(partition_size, head_size, f);
-      case 32: return with_partition_size<scalar_t, 32>(partition_size, head_size, f);
-      default: throw std::logic_error("with_v2_config: unsupported block size (checks missed it)");
+      case 8:
+        return with_partition_size<scalar_t, 8>(partition_size, head_size, f);
+      case 16:
+        return with_partition_size<scalar_t, 16>(partition_size, head_size, f);
+      case 32:
+        return with_partition_size<scalar_t, 32>(partition_size, head_size, f);
+      default:
+        throw std::logic_error("with_v2_config: unsupported block size (checks missed it)");
     }
   });
 }
@@ -137,8 +118,8 @@ class Session final : public DeviceSession::Impl {
     query_ = bytes_to_device(a.query);              // [num_seqs, num_heads, head_size]
     key_cache_ = bytes_to_device(a.key_cache);      // [blocks, kv_heads, head/x, block, x]
     value_cache_ = bytes_to_device(a.value_cache);  // [blocks, kv_heads, head, block]
-    block_tables_ = to_device<std::int32_t>(a.block_tables);  // [num_seqs, max_blocks_per_seq]
-    seq_lens_ = to_device<std::int32_t>(a.seq_lens);          // [num_seqs]
+    block_tables_ = to_device<std::int32_t>(a.block_tables);     // [num_seqs, max_blocks_per_seq]
+    seq_lens_ = to_device<std::int32_t>(a.seq_lens);             // [num_seqs]
     out_ = simt::DeviceBuffer<unsigned char>(a.query.nbytes());  // [num_seqs, heads, head_size]
     out_.fill_bytes(0xFF);  // NaN: an element the kernels forget to write cannot pass
     const std::size_t partials = static_cast<std::size_t>(num_seqs_) *

@@ -16,6 +16,7 @@
 #include "given/backend.hpp"
 #include "given/checks.hpp"
 #include "given/kernel_support.cuh"
+#include "pa/device_tensors.cuh"
 #include "simt/timing.hpp"
 
 #include PA_LAB_IMPL  // the kernels: reshape_and_cache_flash_kernel, gqa_decode_kernel
@@ -23,53 +24,12 @@
 namespace pa::cuda_gqa::SIMT_BACKEND {
 namespace {
 
-/// A device copy of `t` as elements of T (the caller picks the T that matches t.dtype()).
-template <typename T>
-simt::DeviceBuffer<T> to_device(const Tensor& t) {
-  simt::DeviceBuffer<T> buffer(static_cast<std::size_t>(t.numel()));  // [t.numel()]
-  buffer.upload(t.data_as<T>(), buffer.size());
-  return buffer;
-}
-
-/// A device copy of `t`'s bytes, whatever its dtype: [t.nbytes()].
-simt::DeviceBuffer<unsigned char> bytes_to_device(const Tensor& t) {
-  simt::DeviceBuffer<unsigned char> buffer(t.nbytes());
-  buffer.upload(static_cast<const unsigned char*>(t.data()), t.nbytes());
-  return buffer;
-}
-
-/// Copies `buffer` back over the bytes of `t`, which has as many elements.
-template <typename T>
-void to_host(const simt::DeviceBuffer<T>& buffer, Tensor& t) {
-  buffer.download(t.data_as<T>(), buffer.size());
-}
-
-/// The bytes of a device buffer seen as elements of T (T must match the tensor's dtype).
-template <typename T>
-T* as_elements(simt::DeviceBuffer<unsigned char>& buffer) {
-  return reinterpret_cast<T*>(buffer.data());
-}
-
-/// Calls f(std::type_identity<scalar_t>{}) with the device type of `dtype`, any of the three.
-template <class F>
-void with_scalar_t(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kFloat32: return f(std::type_identity<float>{});
-    case DType::kFloat16: return f(std::type_identity<__half>{});
-    case DType::kBFloat16: return f(std::type_identity<__nv_bfloat16>{});
-    default: throw std::logic_error("with_scalar_t: not an activation dtype (checks missed it)");
-  }
-}
-
-/// The same for the tensor cores' two input types, float16 and bfloat16.
-template <class F>
-void with_16bit_t(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kFloat16: return f(std::type_identity<__half>{});
-    case DType::kBFloat16: return f(std::type_identity<__nv_bfloat16>{});
-    default: throw std::logic_error("with_16bit_t: not float16 or bfloat16 (checks missed it)");
-  }
-}
+using pa::device::as_elements;
+using pa::device::bytes_to_device;
+using pa::device::to_device;
+using pa::device::to_host;
+using pa::device::with_16bit_t;
+using pa::device::with_scalar_t;
 
 /// One instantiation of the decode kernel: element type, head size and block size.
 template <typename T, int HEAD, int BLOCK>
@@ -83,10 +43,14 @@ struct DecodeConfig {
 template <typename scalar_t, int BLOCK_SIZE, class F>
 void with_head_size(int head_size, F&& f) {
   switch (head_size) {
-    case 64: return f(DecodeConfig<scalar_t, 64, BLOCK_SIZE>{});
-    case 128: return f(DecodeConfig<scalar_t, 128, BLOCK_SIZE>{});
-    case 256: return f(DecodeConfig<scalar_t, 256, BLOCK_SIZE>{});
-    default: throw std::logic_error("with_head_size: unsupported head size (checks missed it)");
+    case 64:
+      return f(DecodeConfig<scalar_t, 64, BLOCK_SIZE>{});
+    case 128:
+      return f(DecodeConfig<scalar_t, 128, BLOCK_SIZE>{});
+    case 256:
+      return f(DecodeConfig<scalar_t, 256, BLOCK_SIZE>{});
+    default:
+      throw std::logic_error("with_head_size: unsupported head size (checks missed it)");
   }
 }
 
@@ -97,9 +61,12 @@ void with_decode_config(DType dtype, int head_size, int block_size, F&& f) {
   with_16bit_t(dtype, [&](auto scalar) {
     using scalar_t = typename decltype(scalar)::type;
     switch (block_size) {
-      case 16: return with_head_size<scalar_t, 16>(head_size, f);
-      case 32: return with_head_size<scalar_t, 32>(head_size, f);
-      default: throw std::logic_error("with_decode_config: unsupported block size (checks missed it)");
+      case 16:
+        return with_head_size<scalar_t, 16>(head_size, f);
+      case 32:
+        return with_head_size<scalar_t, 32>(head_size, f);
+      default:
+        throw std::logic_error("with_decode_config: unsupported block size (checks missed it)");
     }
   });
 }
@@ -126,8 +93,8 @@ class Session final : public DeviceSession::Impl {
     query_ = bytes_to_device(a.query);              // [num_seqs, num_heads, head_size]
     key_cache_ = bytes_to_device(a.key_cache);      // [blocks, block_size, kv_heads, head_size]
     value_cache_ = bytes_to_device(a.value_cache);  // [blocks, block_size, kv_heads, head_size]
-    block_tables_ = to_device<std::int32_t>(a.block_tables);  // [num_seqs, max_blocks_per_seq]
-    seq_lens_ = to_device<std::int32_t>(a.seq_lens);          // [num_seqs]
+    block_tables_ = to_device<std::int32_t>(a.block_tables);     // [num_seqs, max_blocks_per_seq]
+    seq_lens_ = to_device<std::int32_t>(a.seq_lens);             // [num_seqs]
     out_ = simt::DeviceBuffer<unsigned char>(a.query.nbytes());  // [num_seqs, heads, head_size]
     out_.fill_bytes(0xFF);  // NaN: an element the kernel forgets to write cannot pass
     // The partial results of the split, NaN until written: a merge that reads a partition the
@@ -155,19 +122,18 @@ class Session final : public DeviceSession::Impl {
     with_decode_config(dtype_, head_size_, block_size_, [&](auto config) {
       using Config = decltype(config);
       using scalar_t = typename Config::scalar_t;
-      const auto kernel =
-          &gqa_decode_kernel<scalar_t, Config::head_size, Config::block_size>;
+      const auto kernel = &gqa_decode_kernel<scalar_t, Config::head_size, Config::block_size>;
       const std::size_t shared_bytes = SharedLayout{Config::head_size}.bytes();  // opted in
 
       const int kv_token_stride = num_kv_heads_ * head_size_;  // one token's heads side by side
       const std::int64_t kv_block_stride = std::int64_t{block_size_} * kv_token_stride;
-      simt::launch(kernel, dim3(num_kv_heads_, num_seqs_, max_num_partitions_),
-                   dim3(kNumThreads), shared_bytes, as_elements<scalar_t>(out_),
-                   exp_sums_.data(), max_logits_.data(), tmp_out_.data(), arrivals_.data(),
-                   as_elements<const scalar_t>(query_), as_elements<const scalar_t>(key_cache_),
+      simt::launch(kernel, dim3(num_kv_heads_, num_seqs_, max_num_partitions_), dim3(kNumThreads),
+                   shared_bytes, as_elements<scalar_t>(out_), exp_sums_.data(), max_logits_.data(),
+                   tmp_out_.data(), arrivals_.data(), as_elements<const scalar_t>(query_),
+                   as_elements<const scalar_t>(key_cache_),
                    as_elements<const scalar_t>(value_cache_), num_heads_, scale_,
-                   block_tables_.data(), seq_lens_.data(), max_num_blocks_per_seq_,
-                   partition_size_, num_heads_ * head_size_, kv_block_stride, kv_token_stride);
+                   block_tables_.data(), seq_lens_.data(), max_num_blocks_per_seq_, partition_size_,
+                   num_heads_ * head_size_, kv_block_stride, kv_token_stride);
       throw_if_todo("gqa_decode_kernel", PA_LAB_IMPL);
     });
   }
@@ -228,15 +194,15 @@ class BackendLaunchers final : public Launchers {
     const int block_size = static_cast<int>(key_cache.size(1));
     with_scalar_t(key.dtype(), [&](auto scalar) {
       using scalar_t = typename decltype(scalar)::type;
-      const auto d_key = to_device<scalar_t>(key);      // [num_tokens, num_kv_heads, head_size]
-      const auto d_value = to_device<scalar_t>(value);  // [num_tokens, num_kv_heads, head_size]
+      const auto d_key = to_device<scalar_t>(key);        // [num_tokens, num_kv_heads, head_size]
+      const auto d_value = to_device<scalar_t>(value);    // [num_tokens, num_kv_heads, head_size]
       auto d_key_cache = to_device<scalar_t>(key_cache);  // [blocks, block_size, kv_heads, head]
-      auto d_value_cache = to_device<scalar_t>(value_cache);  // the same
+      auto d_value_cache = to_device<scalar_t>(value_cache);       // the same
       const auto d_slots = to_device<std::int64_t>(slot_mapping);  // [num_tokens]
       const int width = num_kv_heads * head_size;  // a token's elements: also its page stride
       simt::launch(reshape_and_cache_flash_kernel<scalar_t>, dim3(num_tokens),
-                   dim3(std::min(width, 512)), 0, d_key.data(), d_value.data(),
-                   d_key_cache.data(), d_value_cache.data(), d_slots.data(), width, width,
+                   dim3(std::min(width, 512)), 0, d_key.data(), d_value.data(), d_key_cache.data(),
+                   d_value_cache.data(), d_slots.data(), width, width,
                    std::int64_t{block_size} * width, width, head_size, num_kv_heads, head_size,
                    block_size);
       throw_if_todo("reshape_and_cache_flash_kernel", PA_LAB_IMPL);
