@@ -177,9 +177,12 @@ def configure(mutants: list[Mutant], root: Path = ROOT) -> Path:
     build = build_dir("mutants", root)
     sources = build / "sources"
     write_sources(mutants, sources)
+    # Built like grade builds a student's code (-O1): a mutant is a student's bug, and the CUDA
+    # labs' mutants each recompile every kernel instantiation.
     cmake.configure(build, {"LAB_IMPL": "solution", "PA_MUTANTS": "ON",
                               "PA_MUTANT_SOURCES": str(sources), "PA_CUDA": "OFF",
-                              "PA_BENCHMARKS": "OFF"}, root)
+                              "PA_BENCHMARKS": "OFF",
+                              "CMAKE_CXX_FLAGS_RELEASE": grading.FAST_FLAGS}, root)
     return build
 
 
