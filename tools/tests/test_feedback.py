@@ -247,16 +247,44 @@ class ReleaseMentions(unittest.TestCase):
 
 
 class BenchSummary(unittest.TestCase):
-    def test_every_run_against_the_roofline_is_summarised_and_the_roofline_dashed(self):
-        runs = [{"name": "BM_GpuPagedAttentionV1/seqs:16/tokens:4096/heads:32/kv_heads:32/"
-                         "manual_time", "bytes_per_second": 2.5e12, "roofline_pct": 83.4,
-                 "tokens": 4096, "real_time": 1, "time_unit": "us"},
-                {"name": "BM_GpuReadRoofline/seqs:16/tokens:4096/heads:32/kv_heads:32/"
-                         "manual_time", "bytes_per_second": 3.0e12, "tokens": 4096,
-                 "real_time": 1, "time_unit": "us"}]
-        lines = bench.targets("06", runs)
-        self.assertEqual(lines, [("GpuPagedAttentionV1/seqs:16/tokens:4096/heads:32/kv_heads:32",
-                                  "2500 GB/s, 83% of the same-run read roofline", None)])
+    @staticmethod
+    def gpu_run(series, batch, pct, microseconds, error=False):
+        seqs, tokens, heads, kv_heads = batch
+        name = f"{series}/seqs:{seqs}/tokens:{tokens}/heads:{heads}/kv_heads:{kv_heads}/manual_time"
+        if error:
+            return {"name": name, "error_occurred": True, "error_message": "context too long"}
+        run = {"name": name, "tokens": tokens, "seqs": seqs, "real_time": microseconds,
+               "time_unit": "us", "bytes_per_second": 1e12 / microseconds}
+        if pct is not None:
+            run["roofline_pct"] = pct
+        return run
+
+    def test_batches_with_one_token_count_are_kept_apart(self):
+        # 16 × 4096 (multi-head) and 64 × 4096 (grouped-query) share tokens=4096: keyed by
+        # tokens, one would hide the other in the table, the targets and the plot.
+        runs = [self.gpu_run("BM_GpuPagedAttentionV2", (16, 4096, 32, 32), 81.0, 10),
+                self.gpu_run("BM_GpuPagedAttentionV2", (64, 4096, 32, 4), 40.0, 30),
+                self.gpu_run("BM_GpuReadRoofline", (16, 4096, 32, 32), None, 8)]
+        self.assertEqual(set(bench.by_batch(runs)), {(16, 4096, 32, 32), (64, 4096, 32, 4)})
+        self.assertEqual(bench.by_series(runs), {})
+        self.assertEqual(bench.batch_label((64, 4096, 32, 4)), "64 × 4096, 32/4")
+
+    def test_h100_targets_are_judged_only_on_an_h100(self):
+        runs = [self.gpu_run("BM_GpuPagedAttentionV2", (16, 4096, 32, 32), 79.0, 10),
+                self.gpu_run("BM_GpuPagedAttentionV2", (1, 16384, 32, 32), 76.0, 10),
+                self.gpu_run("BM_GpuPagedAttentionV1", (16, 4096, 32, 32), 60.0, 9),
+                self.gpu_run("BM_GpuPagedAttentionV1", (1, 65536, 32, 32), None, 0, error=True),
+                self.gpu_run("BM_GpuPagedAttentionV2", (1, 65536, 32, 32), 77.0, 40)]
+        judged = {w: met for w, _, met in bench.targets("06", runs, "NVIDIA H100 80GB HBM3")}
+        self.assertIs(judged["GpuPagedAttentionV2 at 16 × 4096, 32/32: target on an H100 ≥ 80%"],
+                      False)
+        self.assertIs(judged["GpuPagedAttentionV2 at 1 × 16384, 32/32: target on an H100 ≥ 75%"],
+                      True)
+        # v2 slower than v1 where v1 runs fails on any GPU; where v1 skipped there is no ratio.
+        self.assertIs(judged["v2 time / v1 time at 16 × 4096, 32/32"], False)
+        self.assertFalse(any("65536" in w and "v1" in w for w in judged))
+        elsewhere = {w: met for w, _, met in bench.targets("06", runs, "NVIDIA A100-SXM4-80GB")}
+        self.assertIsNone(elsewhere["GpuPagedAttentionV2 at 16 × 4096, 32/32: target on an H100 ≥ 80%"])
         self.assertTrue(bench.is_yardstick("BM_GpuReadRoofline"))
         self.assertTrue(bench.is_yardstick("BM_BaselineRead"))
         self.assertFalse(bench.is_yardstick("BM_GpuPagedAttentionV1"))
