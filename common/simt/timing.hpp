@@ -1,10 +1,12 @@
 // Timing device work the same way on both backends, for the CUDA labs' benchmarks:
 //   DeviceTimer   a span on the device's clock (CUDA events), or the host's on the emulator
 //   L2Flusher     evicts the GPU's L2 before a timed span, so operands come from DRAM
+//   FlushedTimer  a span timed after a flush: what every timed call below does
 //   ReadRoofline  the yardstick: a kernel that only reads the given buffers (16-byte loads,
 //                 an XOR reduction), timed like the kernel it is compared with; what this
 //                 device reads per second when reading is all it does
 //   DeviceCopy    a second yardstick: cudaMemcpy device to device of the same buffers
+//   SessionTiming what a lab's timed session holds: its launch and both yardsticks, timed alike
 // Include after (or instead of) "simt/cuda.hpp"; everything lives in the backend's namespace.
 #pragma once
 
@@ -123,6 +125,27 @@ struct DeviceSpan {
   std::size_t bytes = 0;
 };
 
+/// Times device work as every benchmark here wants it: the L2 evicted first, outside the span,
+/// then the span on the device's clock. The flush buffer is allocated at the first call, so an
+/// object that is never timed costs nothing.
+class FlushedTimer {
+ public:
+  /// Flushes, runs `work()` (which launches and waits, as simt::launch does) and returns the
+  /// seconds of the span.
+  template <class Work>
+  double time(Work&& work) {
+    if (!flusher_) flusher_ = std::make_unique<L2Flusher>();
+    flusher_->flush();
+    timer_.start();
+    work();
+    return timer_.stop_seconds();
+  }
+
+ private:
+  DeviceTimer timer_;
+  std::unique_ptr<L2Flusher> flusher_;
+};
+
 namespace detail {
 inline constexpr int kReadThreads = 256;
 
@@ -172,25 +195,19 @@ class ReadRoofline {
 
   /// Runs the pass once, flushed and timed, and returns its seconds.
   double timed() {
-    flusher().flush();
-    timer_.start();
-    for (const DeviceSpan& s : spans_) {
-      launch(detail::read_roofline_kernel, dim3(grid_stride_blocks()), dim3(detail::kReadThreads),
-             0, static_cast<const uint4*>(s.data), s.bytes / 16, sink_.data());
-    }
-    return timer_.stop_seconds();
+    return clock_.time([&] {
+      for (const DeviceSpan& s : spans_) {
+        launch(detail::read_roofline_kernel, dim3(grid_stride_blocks()),
+               dim3(detail::kReadThreads), 0, static_cast<const uint4*>(s.data), s.bytes / 16,
+               sink_.data());
+      }
+    });
   }
 
  private:
-  L2Flusher& flusher() {
-    if (!flusher_) flusher_ = std::make_unique<L2Flusher>();
-    return *flusher_;
-  }
-
   std::vector<DeviceSpan> spans_;
   DeviceBuffer<unsigned int> sink_;  // [1] keeps the loads from being optimised away
-  DeviceTimer timer_;
-  std::unique_ptr<L2Flusher> flusher_;
+  FlushedTimer clock_;
 };
 
 /// The copy yardstick: timed() copies every buffer device to device (flushed first) and returns
@@ -204,26 +221,43 @@ class DeviceCopy {
   }
 
   double timed() {
-    flusher().flush();
-    timer_.start();
-    std::size_t at = 0;
-    for (const DeviceSpan& s : spans_) {
-      copy_device_to_device(target_.data() + at, s.data, s.bytes);
-      at += s.bytes;
-    }
-    return timer_.stop_seconds();
+    return clock_.time([&] {
+      std::size_t at = 0;
+      for (const DeviceSpan& s : spans_) {
+        copy_device_to_device(target_.data() + at, s.data, s.bytes);
+        at += s.bytes;
+      }
+    });
   }
 
  private:
-  L2Flusher& flusher() {
-    if (!flusher_) flusher_ = std::make_unique<L2Flusher>();
-    return *flusher_;
-  }
-
   std::vector<DeviceSpan> spans_;
   DeviceBuffer<unsigned char> target_;  // [total bytes]
-  DeviceTimer timer_;
-  std::unique_ptr<L2Flusher> flusher_;
+  FlushedTimer clock_;
+};
+
+/// The timing half of a lab's benchmarked session (labs 05-07 share it): the session's launch,
+/// flushed and timed, and the two yardsticks over the session's K and V buffers, each built at
+/// its first call. `caches` must name the same buffers on every call.
+class SessionTiming {
+ public:
+  template <class Launch>
+  double launch(Launch&& launch) {
+    return clock_.time(launch);
+  }
+  double read_roofline(const std::vector<DeviceSpan>& caches) {
+    if (!roofline_) roofline_ = std::make_unique<ReadRoofline>(caches);
+    return roofline_->timed();
+  }
+  double cache_copy(const std::vector<DeviceSpan>& caches) {
+    if (!copy_) copy_ = std::make_unique<DeviceCopy>(caches);
+    return copy_->timed();
+  }
+
+ private:
+  FlushedTimer clock_;
+  std::unique_ptr<ReadRoofline> roofline_;
+  std::unique_ptr<DeviceCopy> copy_;
 };
 
 }  // namespace SIMT_BACKEND

@@ -140,8 +140,9 @@ def owner_of(path: Path) -> int:
 
 def refuse_root_in_foreign_tree(command: str, root: Path = ROOT) -> None:
     """Exits when running as root in a tree that belongs to another user: what root builds there
-    that user can no longer change or delete (the packages are installed by then)."""
-    if os.geteuid() != 0:
+    that user can no longer change or delete (the packages are installed by then). A container
+    or CI job that runs as root in a checkout owned by another uid sets LAB_ROOT_BUILD=1."""
+    if os.geteuid() != 0 or os.environ.get("LAB_ROOT_BUILD") == "1":
         return
     owner = owner_of(root)
     if owner == 0:
@@ -152,7 +153,8 @@ def refuse_root_in_foreign_tree(command: str, root: Path = ROOT) -> None:
              f"would belong to root, and {name} could not rebuild or delete them.\n"
              f"Every package tools/lab {command} needs is installed. Now run it as {name}, "
              f"without sudo:\n\n  tools/lab {command}\n\n"
-             "(Only tools/lab setup, which installs the packages, is meant to run as root.)")
+             "(Only tools/lab setup, which installs the packages, is meant to run as root. A "
+             "container or CI job that must build as root here: set LAB_ROOT_BUILD=1.)")
 
 
 def unwritable(paths: list[Path]) -> list[Path]:

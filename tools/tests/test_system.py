@@ -101,11 +101,17 @@ class Ownership(unittest.TestCase):
             system.refuse_root_in_foreign_tree("grade", tree)
         self.assertIn("this tree belongs to student", str(e.exception.code))
         self.assertIn("run it as student, without sudo:\n\n  tools/lab grade", str(e.exception.code))
+        self.assertIn("set LAB_ROOT_BUILD=1", str(e.exception.code))
         # root in root's tree, and anyone in their own, go on.
         with mock.patch.object(system.os, "geteuid", return_value=0), \
                 mock.patch.object(system, "owner_of", return_value=0):
             system.refuse_root_in_foreign_tree("grade", tree)
         with mock.patch.object(system.os, "geteuid", return_value=1000):
+            system.refuse_root_in_foreign_tree("grade", tree)
+        # A container that runs as root in a checkout it did not make says so, and goes on.
+        with mock.patch.object(system.os, "geteuid", return_value=0), \
+                mock.patch.object(system, "owner_of", return_value=1000), \
+                mock.patch.dict(system.os.environ, {"LAB_ROOT_BUILD": "1"}):
             system.refuse_root_in_foreign_tree("grade", tree)
 
     def test_a_build_folder_made_by_root_is_explained_with_its_fix(self):

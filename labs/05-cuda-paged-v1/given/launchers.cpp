@@ -157,30 +157,13 @@ class Session final : public DeviceSession::Impl {
     out_.download(static_cast<unsigned char*>(out.data()), out.nbytes());
   }
 
-  double timed_launch() override {
-    flusher().flush();
-    timer_.start();
-    launch();
-    return timer_.stop_seconds();
-  }
-
-  double timed_read_roofline() override {
-    if (!roofline_) roofline_ = std::make_unique<simt::ReadRoofline>(cache_spans());
-    return roofline_->timed();
-  }
-
-  double timed_cache_copy() override {
-    if (!copy_) copy_ = std::make_unique<simt::DeviceCopy>(cache_spans());
-    return copy_->timed();
-  }
+  double timed_launch() override { return timing_.launch([&] { launch(); }); }
+  double timed_read_roofline() override { return timing_.read_roofline(cache_spans()); }
+  double timed_cache_copy() override { return timing_.cache_copy(cache_spans()); }
 
  private:
   std::vector<simt::DeviceSpan> cache_spans() const {
     return {{key_cache_.data(), key_cache_.size()}, {value_cache_.data(), value_cache_.size()}};
-  }
-  simt::L2Flusher& flusher() {
-    if (!flusher_) flusher_ = std::make_unique<simt::L2Flusher>();  // only timed runs need one
-    return *flusher_;
   }
 
   DType dtype_;
@@ -190,10 +173,7 @@ class Session final : public DeviceSession::Impl {
   float scale_;
   simt::DeviceBuffer<unsigned char> query_, key_cache_, value_cache_, out_;  // bytes of dtype_
   simt::DeviceBuffer<std::int32_t> block_tables_, seq_lens_;
-  simt::DeviceTimer timer_;
-  std::unique_ptr<simt::L2Flusher> flusher_;
-  std::unique_ptr<simt::ReadRoofline> roofline_;
-  std::unique_ptr<simt::DeviceCopy> copy_;
+  simt::SessionTiming timing_;
 };
 /// [launcher]
 

@@ -147,25 +147,12 @@ class Session final : public DeviceSession::Impl {
 
   int partition_size() const override { return partition_size_; }
 
-  double timed_launch() override {
-    flusher().flush();
-    timer_.start();
-    launch();
-    return timer_.stop_seconds();
-  }
-
-  double timed_read_roofline() override {
-    if (!roofline_) roofline_ = std::make_unique<simt::ReadRoofline>(cache_spans());
-    return roofline_->timed();
-  }
+  double timed_launch() override { return timing_.launch([&] { launch(); }); }
+  double timed_read_roofline() override { return timing_.read_roofline(cache_spans()); }
 
  private:
   std::vector<simt::DeviceSpan> cache_spans() const {
     return {{key_cache_.data(), key_cache_.size()}, {value_cache_.data(), value_cache_.size()}};
-  }
-  simt::L2Flusher& flusher() {
-    if (!flusher_) flusher_ = std::make_unique<simt::L2Flusher>();  // only timed runs need one
-    return *flusher_;
   }
 
   DType dtype_;
@@ -177,9 +164,7 @@ class Session final : public DeviceSession::Impl {
   simt::DeviceBuffer<std::int32_t> block_tables_, seq_lens_;
   simt::DeviceBuffer<float> exp_sums_, max_logits_, tmp_out_;
   simt::DeviceBuffer<int> arrivals_;
-  simt::DeviceTimer timer_;
-  std::unique_ptr<simt::L2Flusher> flusher_;
-  std::unique_ptr<simt::ReadRoofline> roofline_;
+  simt::SessionTiming timing_;
 };
 /// [launcher]
 
