@@ -46,7 +46,9 @@ def gpu_present() -> bool:
 def lock(build: Path, what: str, say: Callable[[str], None] | None = None) -> Iterator[None]:
     """Holds build/<kind>.lock while configuring, building and testing in `build`, so that two
     tools/lab commands (a `watch` and a `grade` side by side) take turns instead of building the
-    same folder at once. Waits, saying for whom, when another one holds it."""
+    same folder at once. Waits, saying for whom, when another one holds it. A build/ this user
+    cannot write (root made it) is diagnosed, with its fix, before the lock file is touched."""
+    system.require_writable(build, build.parent.parent)  # build is <root>/build/<kind>
     build.parent.mkdir(parents=True, exist_ok=True)
     path = build.parent / f"{build.name}.lock"
     with open(path, "a+") as f:

@@ -18,7 +18,7 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from labkit import labs, paths, system  # noqa: E402
+from labkit import build, labs, paths, system  # noqa: E402
 
 TOOLS = Path(__file__).resolve().parent.parent
 
@@ -145,6 +145,30 @@ class Ownership(unittest.TestCase):
         blocked = set()
         with mock.patch.object(system.os, "geteuid", return_value=1000):
             system.require_writable(tree / "build" / "starter", tree)
+
+    def test_the_build_lock_diagnoses_a_root_made_build_folder_before_opening_its_file(self):
+        # The lock file lives in build/: opened first, it raised PermissionError (a traceback)
+        # in a build/ that root made, before the diagnosis with its fix could run.
+        tree = temp_dir(self)
+        (tree / "build").mkdir()
+        real_access = os.access
+
+        def access(path, mode):
+            return Path(path) != tree / "build" and real_access(path, mode)
+
+        with mock.patch.object(system.os, "geteuid", return_value=1000), \
+                mock.patch.object(system.os, "access", side_effect=access), \
+                mock.patch.object(system, "may_sudo", return_value=False), \
+                mock.patch.object(system, "user_name",
+                                  side_effect=lambda uid=None: "root" if uid == 0 else "student"), \
+                mock.patch.object(system, "owner_of", return_value=0), \
+                mock.patch.object(build, "open", create=True,
+                                  side_effect=PermissionError(13, "Permission denied")), \
+                self.assertRaises(SystemExit) as e:
+            with build.lock(tree / "build" / "starter", "grade"):
+                self.fail("the lock was taken in a folder this user cannot write")
+        self.assertIn("student cannot write build: it belongs to root", str(e.exception.code))
+        self.assertIn(f"su -c 'chown -R student: {tree / 'build'}'", str(e.exception.code))
 
 
 @unittest.skipIf(shutil.which("bash") is None, "needs bash")
