@@ -14,8 +14,8 @@
 #   root  root in a tree of root's: tools/lab grade installs what is missing itself and grades;
 #         tools/lab test passes (as before this change)
 # Outside CI: it downloads Debian (about 25 MB for minbase, 100 MB of packages per scenario) and
-# builds every lab twice per scenario. On a 2-core machine shared with other builds it took 9 and
-# 20 minutes (summary with each command's wall time: WORKDIR/summary.txt).
+# builds every lab twice per scenario. On a 2-core machine it took 6 minutes on quiet cores, 9 and
+# 20 on cores shared with other builds (each command's wall time: WORKDIR/summary.txt).
 #
 # Usage (as root, on Debian or Ubuntu, with network access to the mirror):
 #   tools/tests/newcomer_debootstrap.sh [WORKDIR] [user|root|both]
