@@ -114,36 +114,41 @@ class Ownership(unittest.TestCase):
                 mock.patch.dict(system.os.environ, {"LAB_ROOT_BUILD": "1"}):
             system.refuse_root_in_foreign_tree("grade", tree)
 
+    @staticmethod
+    def as_student(blocked: set[Path]) -> contextlib.ExitStack:
+        """The calls as the user "student" (uid 1000, no sudo) would make them, where the folders
+        in `blocked` (the set, read at each call) belong to root and cannot be written."""
+        real_access = os.access
+        stack = contextlib.ExitStack()
+        for patch in (mock.patch.object(system.os, "geteuid", return_value=1000),
+                      mock.patch.object(system.os, "access", side_effect=lambda path, mode: Path(
+                          path) not in blocked and real_access(path, mode)),
+                      mock.patch.object(system, "may_sudo", return_value=False),
+                      mock.patch.object(system, "user_name", side_effect=lambda uid=None:
+                                        "root" if uid == 0 else "student"),
+                      mock.patch.object(system, "owner_of", return_value=0)):
+            stack.enter_context(patch)
+        return stack
+
     def test_a_build_folder_made_by_root_is_explained_with_its_fix(self):
         tree = temp_dir(self)
         (tree / "build" / "starter" / "CMakeFiles").mkdir(parents=True)
         blocked = {tree / "build"}
-        real_access = os.access
-
-        def access(path, mode):
-            return Path(path) not in blocked and real_access(path, mode)
-
-        with mock.patch.object(system.os, "geteuid", return_value=1000), \
-                mock.patch.object(system.os, "access", side_effect=access), \
-                mock.patch.object(system, "may_sudo", return_value=False), \
-                mock.patch.object(system, "user_name",
-                                  side_effect=lambda uid=None: "root" if uid == 0 else "student"), \
-                mock.patch.object(system, "owner_of", return_value=0), \
-                self.assertRaises(SystemExit) as e:
+        with self.as_student(blocked), self.assertRaises(SystemExit) as e:
             system.require_writable(tree / "build" / "starter", tree)
         text = str(e.exception.code)
         self.assertIn("student cannot write build: it belongs to root", text)
         self.assertIn(f"su -c 'chown -R student: {tree / 'build'}'", text)
         self.assertIn(f"rm -rf {tree / 'build'}", text)
         # A folder deep inside is found too.
-        blocked = {tree / "build" / "starter" / "CMakeFiles"}
-        with mock.patch.object(system.os, "geteuid", return_value=1000), \
-                mock.patch.object(system.os, "access", side_effect=access):
+        blocked.clear()
+        blocked.add(tree / "build" / "starter" / "CMakeFiles")
+        with self.as_student(blocked):
             self.assertEqual(system.unwritable([tree / "build" / "starter"]),
                              [tree / "build" / "starter" / "CMakeFiles"])
         # Nothing blocked: it goes on.
-        blocked = set()
-        with mock.patch.object(system.os, "geteuid", return_value=1000):
+        blocked.clear()
+        with self.as_student(blocked):
             system.require_writable(tree / "build" / "starter", tree)
 
     def test_the_build_lock_diagnoses_a_root_made_build_folder_before_opening_its_file(self):
@@ -151,17 +156,7 @@ class Ownership(unittest.TestCase):
         # in a build/ that root made, before the diagnosis with its fix could run.
         tree = temp_dir(self)
         (tree / "build").mkdir()
-        real_access = os.access
-
-        def access(path, mode):
-            return Path(path) != tree / "build" and real_access(path, mode)
-
-        with mock.patch.object(system.os, "geteuid", return_value=1000), \
-                mock.patch.object(system.os, "access", side_effect=access), \
-                mock.patch.object(system, "may_sudo", return_value=False), \
-                mock.patch.object(system, "user_name",
-                                  side_effect=lambda uid=None: "root" if uid == 0 else "student"), \
-                mock.patch.object(system, "owner_of", return_value=0), \
+        with self.as_student({tree / "build"}), \
                 mock.patch.object(build, "open", create=True,
                                   side_effect=PermissionError(13, "Permission denied")), \
                 self.assertRaises(SystemExit) as e:
