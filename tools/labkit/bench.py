@@ -103,13 +103,19 @@ def batch_label(batch: tuple[int, int, int, int]) -> str:
 def by_series(runs: list[dict]) -> dict[str, dict[float, dict]]:
     """series -> tokens -> run, for the runs of a token sweep (that did not error and have a
     `tokens` counter). Runs over decode batches are left to by_batch: two batches may share a
-    token count (16 × 4096 and 64 × 4096), so tokens cannot key them."""
+    token count (16 × 4096 and 64 × 4096), so tokens cannot key them. A series whose runs repeat
+    a token count sweeps something else (lab 05's launch cost per sequence sweeps `seqs` at 16
+    tokens) and is left out too: its own summary lines describe it."""
     table: dict[str, dict[float, dict]] = defaultdict(dict)
+    repeated: set[str] = set()
     for r in runs:
         if r.get("error_occurred") or "tokens" not in r or batch_of(r):
             continue
-        table[series_of(r["name"])][r["tokens"]] = r
-    return table
+        series = series_of(r["name"])
+        if r["tokens"] in table[series]:
+            repeated.add(series)
+        table[series][r["tokens"]] = r
+    return {s: pts for s, pts in table.items() if s not in repeated}
 
 
 def by_batch(runs: list[dict]) -> dict[tuple[int, int, int, int], dict[str, dict]]:

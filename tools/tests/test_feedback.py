@@ -268,6 +268,12 @@ class BenchSummary(unittest.TestCase):
         self.assertEqual(set(bench.by_batch(runs)), {(16, 4096, 32, 32), (64, 4096, 32, 4)})
         self.assertEqual(bench.by_series(runs), {})
         self.assertEqual(bench.batch_label((64, 4096, 32, 4)), "64 × 4096, 32/4")
+        # A series that sweeps something else at one token count is no token sweep either.
+        per_seq = [{"name": f"BM_EmulatorLaunchPerSequence/seqs:{n}/tokens:16", "tokens": 16,
+                    "real_time": 1, "time_unit": "us", "bytes_per_second": 1e9} for n in (1, 4)]
+        sweep = [{"name": f"BM_BaselineRead/{n}", "tokens": n, "real_time": 1, "time_unit": "us",
+                  "bytes_per_second": 1e9} for n in (64, 128)]
+        self.assertEqual(list(bench.by_series(per_seq + sweep)), ["BM_BaselineRead"])
 
     def test_h100_targets_are_judged_only_on_an_h100(self):
         runs = [self.gpu_run("BM_GpuPagedAttentionV2", (16, 4096, 32, 32), 79.0, 10),
