@@ -8,12 +8,16 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "pa/testing.hpp"
 #include "pa/types.hpp"
@@ -174,6 +178,43 @@ void time_against_roofline(benchmark::State& state, TimedKernel&& timed_kernel,
   }
 }
 /// [gpu_series]
+
+/// One GPU series of a CUDA lab's benchmark: its name and its function.
+using GpuSeries = std::pair<const char*, void (*)(benchmark::State&)>;
+
+/// Registers every one of `series` over every decode batch of `shapes` ({seqs, tokens, heads,
+/// kv_heads}, the run names tools/lab bench tables by), manual time in microseconds, a batch's
+/// series next to each other so they share its prepared operands; without a CUDA device
+/// (`device_present` false) registers none and says so.
+inline void register_gpu_batches(bool device_present,
+                                 const std::vector<std::vector<std::int64_t>>& shapes,
+                                 std::initializer_list<GpuSeries> series) {
+  if (!device_present) {
+    std::fprintf(stderr, "no CUDA device: GPU benchmarks not registered\n");
+    return;
+  }
+  for (const auto& args : shapes) {
+    for (const auto& [name, fn] : series) {
+      benchmark::RegisterBenchmark(name, fn)
+          ->ArgNames({"seqs", "tokens", "heads", "kv_heads"})
+          ->Args(args)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+/// BENCHMARK_MAIN's steps with `register_gpu()` in between: whether the GPU series exist
+/// depends on the machine, which only a running program can ask.
+template <class RegisterGpu>
+int main_with_gpu_series(int argc, char** argv, RegisterGpu register_gpu) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_gpu();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
 
 /// Registers `fn` over the token sweep kMinTokens .. kMaxTokens, doubling.
 #define PA_BENCH_TOKEN_SWEEP(fn)                                \

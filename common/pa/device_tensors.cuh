@@ -7,7 +7,9 @@
 
 #include <cstddef>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
+#include <utility>
 
 #include "pa/tensor.hpp"
 #include "simt/cuda.hpp"
@@ -68,6 +70,25 @@ void with_16bit_t(DType dtype, F&& f) {
     case DType::kFloat16: return f(std::type_identity<__half>{});
     case DType::kBFloat16: return f(std::type_identity<__nv_bfloat16>{});
     default: throw std::logic_error("with_16bit_t: not float16 or bfloat16 (checks missed it)");
+  }
+}
+
+namespace detail {
+template <const auto& kValues, class F, std::size_t... I>
+bool call_with_match(int value, F& f, std::index_sequence<I...>) {
+  return ((value == kValues[I] ? (f(std::integral_constant<int, kValues[I]>{}), true) : false) ||
+          ...);
+}
+}  // namespace detail
+
+/// Calls f(std::integral_constant<int, v>{}) for the v of the constexpr array `kValues` (a lab's
+/// kSupported... list, so the sizes a kernel is instantiated for are written once) that equals
+/// `value`; throws std::logic_error naming `name` when none does (the checks refuse it first).
+template <const auto& kValues, class F>
+void with_one_of(int value, const char* name, F&& f) {
+  if (!detail::call_with_match<kValues>(value, f, std::make_index_sequence<kValues.size()>{})) {
+    throw std::logic_error(std::string("with_one_of: unsupported ") + name + " " +
+                           std::to_string(value) + " (checks missed it)");
   }
 }
 

@@ -29,7 +29,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
@@ -230,40 +229,22 @@ void BM_GpuCopyD2D(benchmark::State& state) {
   report_batch(state, p);
 }
 
-/// Registers the GPU series when this build has the CUDA backend and a device is present, each
-/// shape's kernel next to its yardsticks so they share one prepared batch; otherwise says so.
+/// Registers the GPU series when this build has the CUDA backend and a device is present.
 void register_gpu_benchmarks() {
-  if (!cuda_device_present()) {
-    std::fprintf(stderr, "no CUDA device: GPU benchmarks not registered\n");
-    return;
-  }
   // {seqs, tokens, heads, kv_heads}: multi-head with long and with shorter contexts, and
   // grouped-query attention (8 query heads per kv head).
   const std::vector<std::vector<std::int64_t>> shapes = {
       {16, 4096, 32, 32}, {64, 1024, 32, 32}, {64, 4096, 32, 4}};
-  for (const auto& args : shapes) {
-    for (const auto& [name, fn] : {std::pair{"BM_GpuPagedAttentionV1", &BM_GpuPagedAttentionV1},
-                                   std::pair{"BM_GpuReadRoofline", &BM_GpuReadRoofline},
-                                   std::pair{"BM_GpuCopyD2D", &BM_GpuCopyD2D}}) {
-      benchmark::RegisterBenchmark(name, fn)
-          ->ArgNames({"seqs", "tokens", "heads", "kv_heads"})
-          ->Args(args)
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
-    }
-  }
+  pa::bench::register_gpu_batches(cuda_device_present(), shapes,
+                                  {{"BM_GpuPagedAttentionV1", &BM_GpuPagedAttentionV1},
+                                   {"BM_GpuReadRoofline", &BM_GpuReadRoofline},
+                                   {"BM_GpuCopyD2D", &BM_GpuCopyD2D}});
 }
 
 }  // namespace
 }  // namespace pa::cuda_v1
 
-// BENCHMARK_MAIN's steps, with the GPU series registered in between: whether they exist
-// depends on the machine, which only a running program can ask.
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  pa::cuda_v1::register_gpu_benchmarks();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return pa::bench::main_with_gpu_series(argc, argv,
+                                         [] { pa::cuda_v1::register_gpu_benchmarks(); });
 }

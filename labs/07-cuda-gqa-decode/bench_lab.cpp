@@ -31,7 +31,6 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
@@ -210,13 +209,8 @@ void BM_GpuReadRoofline(benchmark::State& state) {
   report_batch(state, p);
 }
 
-/// Registers the GPU series when this build has the CUDA backend and a device is present, each
-/// shape's series next to each other so they share its prepared batches; otherwise says so.
+/// Registers the GPU series when this build has the CUDA backend and a device is present.
 void register_gpu_benchmarks() {
-  if (!cuda_device_present()) {
-    std::fprintf(stderr, "no CUDA device: GPU benchmarks not registered\n");
-    return;
-  }
   // {seqs, tokens, heads, kv_heads}: two large grouped-query batches (8 and 4 query heads per
   // kv head), multi-head, and one long sequence of 16k and of 64k tokens (v1 cannot hold the
   // latter's logits in shared memory: it skips with its context bound).
@@ -225,30 +219,17 @@ void register_gpu_benchmarks() {
                                                          {16, 4096, 32, 32},
                                                          {1, 16384, 32, 8},
                                                          {1, 65536, 32, 8}};
-  for (const auto& args : shapes) {
-    for (const auto& [name, fn] : {std::pair{"BM_GpuGqaDecode", &BM_GpuGqaDecode},
-                                   std::pair{"BM_GpuPagedAttentionV1", &BM_GpuPagedAttentionV1},
-                                   std::pair{"BM_GpuPagedAttentionV2", &BM_GpuPagedAttentionV2},
-                                   std::pair{"BM_GpuReadRoofline", &BM_GpuReadRoofline}}) {
-      benchmark::RegisterBenchmark(name, fn)
-          ->ArgNames({"seqs", "tokens", "heads", "kv_heads"})
-          ->Args(args)
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
-    }
-  }
+  pa::bench::register_gpu_batches(cuda_device_present(), shapes,
+                                  {{"BM_GpuGqaDecode", &BM_GpuGqaDecode},
+                                   {"BM_GpuPagedAttentionV1", &BM_GpuPagedAttentionV1},
+                                   {"BM_GpuPagedAttentionV2", &BM_GpuPagedAttentionV2},
+                                   {"BM_GpuReadRoofline", &BM_GpuReadRoofline}});
 }
 
 }  // namespace
 }  // namespace pa::cuda_gqa
 
-// BENCHMARK_MAIN's steps, with the GPU series registered in between: whether they exist
-// depends on the machine, which only a running program can ask.
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  pa::cuda_gqa::register_gpu_benchmarks();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return pa::bench::main_with_gpu_series(argc, argv,
+                                         [] { pa::cuda_gqa::register_gpu_benchmarks(); });
 }

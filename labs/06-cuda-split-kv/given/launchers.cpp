@@ -29,6 +29,7 @@ using pa::device::as_elements;
 using pa::device::bytes_to_device;
 using pa::device::nan_floats;
 using pa::device::to_device;
+using pa::device::with_one_of;
 using pa::device::with_scalar_t;
 
 /// One instantiation of the kernels: element type, head size, block size and partition size.
@@ -40,57 +41,21 @@ struct V2Config {
   static constexpr int partition_size = PARTITION;
 };
 
-/// Calls f(V2Config<scalar_t, HEAD_SIZE, BLOCK_SIZE, PARTITION_SIZE>{}) for the runtime head
-/// size.
-template <typename scalar_t, int BLOCK_SIZE, int PARTITION_SIZE, class F>
-void with_head_size(int head_size, F&& f) {
-  switch (head_size) {
-    case 64:
-      return f(V2Config<scalar_t, 64, BLOCK_SIZE, PARTITION_SIZE>{});
-    case 80:
-      return f(V2Config<scalar_t, 80, BLOCK_SIZE, PARTITION_SIZE>{});
-    case 96:
-      return f(V2Config<scalar_t, 96, BLOCK_SIZE, PARTITION_SIZE>{});
-    case 112:
-      return f(V2Config<scalar_t, 112, BLOCK_SIZE, PARTITION_SIZE>{});
-    case 128:
-      return f(V2Config<scalar_t, 128, BLOCK_SIZE, PARTITION_SIZE>{});
-    case 256:
-      return f(V2Config<scalar_t, 256, BLOCK_SIZE, PARTITION_SIZE>{});
-    default:
-      throw std::logic_error("with_head_size: unsupported head size (checks missed it)");
-  }
-}
-
-/// Calls with_head_size for the runtime partition size.
-template <typename scalar_t, int BLOCK_SIZE, class F>
-void with_partition_size(int partition_size, int head_size, F&& f) {
-  switch (partition_size) {
-    case 64:
-      return with_head_size<scalar_t, BLOCK_SIZE, 64>(head_size, f);
-    case 512:
-      return with_head_size<scalar_t, BLOCK_SIZE, 512>(head_size, f);
-    default:
-      throw std::logic_error("with_partition_size: unsupported partition size (checks missed it)");
-  }
-}
-
-/// Calls f(V2Config<...>{}) for the runtime sizes: the only place that names every supported
-/// instantiation.
+/// Calls f(V2Config<scalar_t, HEAD_SIZE, BLOCK_SIZE, PARTITION_SIZE>{}) for the runtime dtype
+/// and sizes; the instantiations are those of kSupportedHeadSizes × kSupportedBlockSizes ×
+/// kSupportedPartitionSizes × the three dtypes.
 template <class F>
 void with_v2_config(DType dtype, int head_size, int block_size, int partition_size, F&& f) {
   with_scalar_t(dtype, [&](auto scalar) {
     using scalar_t = typename decltype(scalar)::type;
-    switch (block_size) {
-      case 8:
-        return with_partition_size<scalar_t, 8>(partition_size, head_size, f);
-      case 16:
-        return with_partition_size<scalar_t, 16>(partition_size, head_size, f);
-      case 32:
-        return with_partition_size<scalar_t, 32>(partition_size, head_size, f);
-      default:
-        throw std::logic_error("with_v2_config: unsupported block size (checks missed it)");
-    }
+    with_one_of<kSupportedBlockSizes>(block_size, "block_size", [&](auto block) {
+      with_one_of<kSupportedPartitionSizes>(partition_size, "partition_size", [&](auto part) {
+        with_one_of<kSupportedHeadSizes>(head_size, "head_size", [&](auto head) {
+          f(V2Config<scalar_t, decltype(head)::value, decltype(block)::value,
+                     decltype(part)::value>{});
+        });
+      });
+    });
   });
 }
 

@@ -29,6 +29,7 @@ using pa::device::bytes_to_device;
 using pa::device::to_device;
 using pa::device::to_host;
 using pa::device::with_16bit_t;
+using pa::device::with_one_of;
 using pa::device::with_scalar_t;
 
 /// One instantiation of the decode kernel: element type, head size and block size.
@@ -39,35 +40,17 @@ struct DecodeConfig {
   static constexpr int block_size = BLOCK;
 };
 
-/// Calls f(DecodeConfig<scalar_t, HEAD_SIZE, BLOCK_SIZE>{}) for the runtime head size.
-template <typename scalar_t, int BLOCK_SIZE, class F>
-void with_head_size(int head_size, F&& f) {
-  switch (head_size) {
-    case 64:
-      return f(DecodeConfig<scalar_t, 64, BLOCK_SIZE>{});
-    case 128:
-      return f(DecodeConfig<scalar_t, 128, BLOCK_SIZE>{});
-    case 256:
-      return f(DecodeConfig<scalar_t, 256, BLOCK_SIZE>{});
-    default:
-      throw std::logic_error("with_head_size: unsupported head size (checks missed it)");
-  }
-}
-
-/// Calls f(DecodeConfig<...>{}) for the runtime sizes: the only place that names every
-/// supported instantiation.
+/// Calls f(DecodeConfig<scalar_t, HEAD_SIZE, BLOCK_SIZE>{}) for the runtime dtype and sizes; the
+/// instantiations are those of kSupportedHeadSizes × kSupportedBlockSizes × the two 16-bit types.
 template <class F>
 void with_decode_config(DType dtype, int head_size, int block_size, F&& f) {
   with_16bit_t(dtype, [&](auto scalar) {
     using scalar_t = typename decltype(scalar)::type;
-    switch (block_size) {
-      case 16:
-        return with_head_size<scalar_t, 16>(head_size, f);
-      case 32:
-        return with_head_size<scalar_t, 32>(head_size, f);
-      default:
-        throw std::logic_error("with_decode_config: unsupported block size (checks missed it)");
-    }
+    with_one_of<kSupportedBlockSizes>(block_size, "block_size", [&](auto block) {
+      with_one_of<kSupportedHeadSizes>(head_size, "head_size", [&](auto head) {
+        f(DecodeConfig<scalar_t, decltype(head)::value, decltype(block)::value>{});
+      });
+    });
   });
 }
 
