@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <utility>
 
@@ -168,6 +169,67 @@ void put_token(KvLayout layout, Tensor& key_cache, Tensor& value_cache, std::int
       store(value_cache, value_index(layout, value_cache, block, h, row, d), v_row[h * dims + d]);
     }
   }
+}
+
+TokenBatch make_token_batch(DType dtype, int num_kv_heads, int head_size, const Mat& key_rows,
+                            const Mat& value_rows, const std::vector<std::int64_t>& slots) {
+  const std::int64_t n = static_cast<std::int64_t>(slots.size());
+  if (key_rows.rows() != n || value_rows.rows() != n) {
+    throw std::invalid_argument("make_token_batch: " + std::to_string(n) + " slots for " +
+                                std::to_string(key_rows.rows()) + " key rows and " +
+                                std::to_string(value_rows.rows()) + " value rows");
+  }
+  TokenBatch batch{to_tensor(dtype, key_rows, {n, num_kv_heads, head_size}),  // Mat is row-major
+                   to_tensor(dtype, value_rows, {n, num_kv_heads, head_size}),
+                   Tensor(DType::kInt64, {n})};
+  std::copy(slots.begin(), slots.end(), batch.slot_mapping.data_as<std::int64_t>());
+  return batch;
+}
+
+void reference_reshape_and_cache(KvLayout layout, const Tensor& key, const Tensor& value,
+                                 Tensor& key_cache, Tensor& value_cache,
+                                 const std::vector<std::int64_t>& slots) {
+  const std::int64_t width = key.size(1) * key.size(2);
+  const std::int64_t block_size = value_cache.size(layout == KvLayout::kFlash ? 1 : 3);
+  const Mat k = to_mat(key, key.size(0), width), v = to_mat(value, value.size(0), width);
+  for (std::size_t t = 0; t < slots.size(); ++t) {
+    if (slots[t] < 0) continue;  // padding
+    const auto token = static_cast<Eigen::Index>(t);
+    put_token(layout, key_cache, value_cache, slots[t] / block_size, slots[t] % block_size,
+              k.row(token), v.row(token));
+  }
+}
+
+::testing::AssertionResult same_cache_bytes(KvLayout layout, const Tensor& want_key_cache,
+                                            const Tensor& want_value_cache,
+                                            const Tensor& key_cache, const Tensor& value_cache) {
+  const std::int64_t blocks = value_cache.size(0), heads = kv_heads_of(layout, value_cache);
+  const std::int64_t dims = head_size_of(layout, value_cache);
+  const std::int64_t rows = value_cache.size(layout == KvLayout::kFlash ? 1 : 3);
+  const std::size_t elem = dtype_size(value_cache.dtype());
+  for (const bool is_key : {true, false}) {
+    const Tensor& want = is_key ? want_key_cache : want_value_cache;
+    const Tensor& got = is_key ? key_cache : value_cache;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t h = 0; h < heads; ++h) {
+          for (std::int64_t d = 0; d < dims; ++d) {
+            const std::int64_t i =
+                is_key ? key_index(layout, got, b, h, r, d) : value_index(layout, got, b, h, r, d);
+            const auto* w = static_cast<const unsigned char*>(want.data()) + i * elem;
+            const auto* g = static_cast<const unsigned char*>(got.data()) + i * elem;
+            if (std::memcmp(w, g, elem) != 0) {
+              return ::testing::AssertionFailure()
+                     << (is_key ? "key_cache" : "value_cache") << " differs first at block " << b
+                     << ", row " << r << ", kv head " << h << ", dimension " << d << ": expected "
+                     << load(want, i) << ", got " << load(got, i);
+            }
+          }
+        }
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 void read_token(KvLayout layout, const Tensor& key_cache, const Tensor& value_cache,

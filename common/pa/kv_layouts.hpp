@@ -92,6 +92,31 @@ void put_token(KvLayout layout, Tensor& key_cache, Tensor& value_cache, std::int
 void read_token(KvLayout layout, const Tensor& key_cache, const Tensor& value_cache,
                 const std::int32_t* block_table, int block_size, int t, int head, Mat& k, Mat& v);
 
+// ---- New tokens written through slot_mapping (tests of reshape_and_cache and its flash twin) ---
+
+/// A flat batch of new tokens as reshape_and_cache takes it: key and value
+/// [num_tokens, num_kv_heads, head_size] and slot_mapping [num_tokens] (int64, negative = padding).
+struct TokenBatch {
+  Tensor key, value, slot_mapping;
+};
+
+/// Packs `key_rows` and `value_rows` ([num_tokens, num_kv_heads * head_size], heads side by side)
+/// as `dtype` tensors, and `slots` as the slot mapping.
+TokenBatch make_token_batch(DType dtype, int num_kv_heads, int head_size, const Mat& key_rows,
+                            const Mat& value_rows, const std::vector<std::int64_t>& slots);
+
+/// The host's reshape_and_cache for `layout`: token t of `key` and `value` goes to slot slots[t]
+/// (block slots[t] / block_size, row slots[t] % block_size); a negative slot writes nothing.
+void reference_reshape_and_cache(KvLayout layout, const Tensor& key, const Tensor& value,
+                                 Tensor& key_cache, Tensor& value_cache,
+                                 const std::vector<std::int64_t>& slots);
+
+/// Passes when both pairs of caches hold the same bytes (NaN padding included); otherwise names
+/// the cache and the first differing element by block, row, kv head and dimension.
+::testing::AssertionResult same_cache_bytes(KvLayout layout, const Tensor& want_key_cache,
+                                            const Tensor& want_value_cache,
+                                            const Tensor& key_cache, const Tensor& value_cache);
+
 // ---- A decode batch in a paged cache (tests) ---------------------------------------------------
 
 /// [decode_config]

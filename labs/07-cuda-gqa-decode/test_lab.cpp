@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,10 +30,14 @@ using pa::testing::DecodeProblem;
 using pa::testing::FarFromUniform;
 using pa::testing::KvLayout;
 using pa::testing::load;
+using pa::testing::make_token_batch;
+using pa::testing::reference_reshape_and_cache;
 using pa::testing::Rng;
 using pa::testing::round_to;
 using pa::testing::rounded;
+using pa::testing::same_cache_bytes;
 using pa::testing::store;
+using pa::testing::TokenBatch;
 
 constexpr KvLayout kFlash = KvLayout::kFlash;
 
@@ -128,43 +131,6 @@ INSTANTIATE_TEST_SUITE_P(, GqaDecode, ::testing::Values(Backend::kEmulator, Back
 
 // ---- reshape_and_cache_flash ---------------------------------------------------------------
 
-/// The host's reshape_and_cache_flash: the expected caches after the kernel runs.
-void reference_reshape_and_cache(const Tensor& key, const Tensor& value, Tensor& key_cache,
-                                 Tensor& value_cache, const std::vector<std::int64_t>& slots) {
-  const std::int64_t heads = key.size(1), dims = key.size(2), rows = key_cache.size(1);
-  for (std::size_t t = 0; t < slots.size(); ++t) {
-    if (slots[t] < 0) continue;
-    for (std::int64_t h = 0; h < heads; ++h) {
-      for (std::int64_t d = 0; d < dims; ++d) {
-        const std::int64_t src = (static_cast<std::int64_t>(t) * heads + h) * dims + d;
-        const std::int64_t block = slots[t] / rows, row = slots[t] % rows;
-        store(key_cache, pa::testing::key_index(kFlash, key_cache, block, h, row, d),
-              load(key, src));
-        store(value_cache, pa::testing::value_index(kFlash, value_cache, block, h, row, d),
-              load(value, src));
-      }
-    }
-  }
-}
-
-/// Passes when both tensors hold the same bytes; otherwise names the first differing element
-/// by block, row, kv head and dimension.
-::testing::AssertionResult SameBytes(const Tensor& expected, const Tensor& actual) {
-  const std::size_t elem = dtype_size(expected.dtype());
-  const std::int64_t rows = expected.size(1), heads = expected.size(2), dims = expected.size(3);
-  for (std::int64_t i = 0; i < expected.numel(); ++i) {
-    const auto* e = static_cast<const unsigned char*>(expected.data()) + i * elem;
-    const auto* a = static_cast<const unsigned char*>(actual.data()) + i * elem;
-    if (std::memcmp(e, a, elem) != 0) {
-      return ::testing::AssertionFailure()
-             << "first difference at [block " << i / (rows * heads * dims) << ", row "
-             << i / (heads * dims) % rows << ", kv head " << i / dims % heads << ", dimension "
-             << i % dims << "]: expected " << load(expected, i) << ", got " << load(actual, i);
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
 /// [test_reshape_and_cache]
 TEST_P(GqaDecode, ReshapeAndCacheFlashMatchesHostReference) {
   // 29 tokens, 5 of them padding (slot -1), written to random distinct slots of a NaN cache:
@@ -174,27 +140,25 @@ TEST_P(GqaDecode, ReshapeAndCacheFlashMatchesHostReference) {
       SCOPED_TRACE(dtype_name(dtype) + " head_size " + std::to_string(head_size));
       Rng rng(701 + head_size);
       const int num_tokens = 29, num_kv_heads = 3, block_size = 16, num_blocks = 7;
-      Tensor key(dtype, {num_tokens, num_kv_heads, head_size}), value = key;
-      for (std::int64_t i = 0; i < key.numel(); ++i) {
-        store(key, i, rng.normal_vec(1)[0]);
-        store(value, i, rng.normal_vec(1)[0]);
-      }
+      const Mat k = rng.normal(num_tokens, num_kv_heads * head_size);
+      const Mat v = rng.normal(num_tokens, num_kv_heads * head_size);
       const IVec free_slots = rng.distinct_ids(num_tokens, num_blocks * block_size);
       std::vector<std::int64_t> slots(free_slots.begin(), free_slots.end());
       for (const int padded : {0, 3, 11, 12, 28}) slots[padded] = -1;
-      Tensor slot_mapping(DType::kInt64, {num_tokens});
-      std::copy(slots.begin(), slots.end(), slot_mapping.data_as<std::int64_t>());
+      const TokenBatch batch = make_token_batch(dtype, num_kv_heads, head_size, k, v, slots);
 
       Tensor key_cache = pa::testing::nan_key_cache(kFlash, dtype, num_blocks, block_size,
                                                     num_kv_heads, head_size);
       Tensor value_cache = pa::testing::nan_value_cache(kFlash, dtype, num_blocks, block_size,
                                                         num_kv_heads, head_size);
       Tensor want_key_cache = key_cache, want_value_cache = value_cache;
-      reference_reshape_and_cache(key, value, want_key_cache, want_value_cache, slots);
+      reference_reshape_and_cache(kFlash, batch.key, batch.value, want_key_cache,
+                                  want_value_cache, slots);
 
-      reshape_and_cache_flash(GetParam(), key, value, key_cache, value_cache, slot_mapping);
-      EXPECT_TRUE(SameBytes(want_key_cache, key_cache)) << "key_cache";
-      EXPECT_TRUE(SameBytes(want_value_cache, value_cache)) << "value_cache";
+      reshape_and_cache_flash(GetParam(), batch.key, batch.value, key_cache, value_cache,
+                              batch.slot_mapping);
+      EXPECT_TRUE(
+          same_cache_bytes(kFlash, want_key_cache, want_value_cache, key_cache, value_cache));
     }
   }
 }
@@ -203,18 +167,15 @@ TEST_P(GqaDecode, ReshapeAndCacheFlashMatchesHostReference) {
 TEST_P(GqaDecode, ReshapeAndCacheFlashPaddingSlotsWriteNothing) {
   // A batch made only of padding tokens (any negative slot) leaves the caches untouched.
   const DType dtype = DType::kBFloat16;
-  Tensor key(dtype, {4, 2, 64});
-  for (std::int64_t i = 0; i < key.numel(); ++i) store(key, i, 1.0 + double(i % 7));
-  const Tensor value = key;
-  Tensor slot_mapping(DType::kInt64, {4});
-  const std::int64_t slots[] = {-1, -1, -5, -1};
-  std::copy(std::begin(slots), std::end(slots), slot_mapping.data_as<std::int64_t>());
+  Mat rows(4, 2 * 64);  // 4 tokens, 2 kv heads of 64
+  for (Eigen::Index i = 0; i < rows.size(); ++i) rows.data()[i] = 1.0 + double(i % 7);
+  const TokenBatch batch = make_token_batch(dtype, 2, 64, rows, rows, {-1, -1, -5, -1});
   Tensor key_cache = pa::testing::nan_key_cache(kFlash, dtype, 3, 16, 2, 64);
   Tensor value_cache = pa::testing::nan_value_cache(kFlash, dtype, 3, 16, 2, 64);
   const Tensor key_before = key_cache, value_before = value_cache;
-  reshape_and_cache_flash(GetParam(), key, value, key_cache, value_cache, slot_mapping);
-  EXPECT_TRUE(SameBytes(key_before, key_cache)) << "key_cache";
-  EXPECT_TRUE(SameBytes(value_before, value_cache)) << "value_cache";
+  reshape_and_cache_flash(GetParam(), batch.key, batch.value, key_cache, value_cache,
+                          batch.slot_mapping);
+  EXPECT_TRUE(same_cache_bytes(kFlash, key_before, value_before, key_cache, value_cache));
 }
 
 /// [test_decode_step]
@@ -245,30 +206,22 @@ TEST_P(GqaDecode, ReshapeThenDecodeIsOneDecodeStep) {
   // One reshape_and_cache_flash call per phase: tokens [first[s], last[s]) of both sequences as
   // one flat batch, each sequence followed by a padding token (slot -1) full of 7s.
   auto write = [&](const std::vector<int>& first, const std::vector<int>& last) {
+    const Eigen::Index n = (last[0] - first[0]) + (last[1] - first[1]) + 2;
+    Mat key_rows = Mat::Constant(n, width, 7.0), value_rows = key_rows;  // padding rows stay 7s
     std::vector<std::int64_t> slots;
-    std::vector<Eigen::RowVectorXd> krows, vrows;
     for (int s = 0; s < 2; ++s) {
       for (int t = first[s]; t < last[s]; ++t) {
+        const auto row = static_cast<Eigen::Index>(slots.size());
+        key_rows.row(row) = k[s].row(t);
+        value_rows.row(row) = v[s].row(t);
         slots.push_back(std::int64_t{blocks[s][t / block_size]} * block_size + t % block_size);
-        krows.push_back(k[s].row(t));
-        vrows.push_back(v[s].row(t));
       }
       slots.push_back(-1);
-      krows.push_back(Eigen::RowVectorXd::Constant(width, 7.0));
-      vrows.push_back(Eigen::RowVectorXd::Constant(width, 7.0));
     }
-    const int n = static_cast<int>(slots.size());
-    Tensor key(dtype, {n, num_kv_heads, head_size}), value = key;
-    Tensor slot_mapping(DType::kInt64, {n});
-    for (int i = 0; i < n; ++i) {
-      const auto row = static_cast<std::size_t>(i);
-      slot_mapping.data_as<std::int64_t>()[i] = slots[row];
-      for (int j = 0; j < width; ++j) {
-        store(key, std::int64_t{i} * width + j, krows[row][j]);
-        store(value, std::int64_t{i} * width + j, vrows[row][j]);
-      }
-    }
-    reshape_and_cache_flash(GetParam(), key, value, key_cache, value_cache, slot_mapping);
+    const TokenBatch batch =
+        make_token_batch(dtype, num_kv_heads, head_size, key_rows, value_rows, slots);
+    reshape_and_cache_flash(GetParam(), batch.key, batch.value, key_cache, value_cache,
+                            batch.slot_mapping);
   };
   write({0, 0}, prompt);                          // prefill
   write(prompt, {prompt[0] + 1, prompt[1] + 1});  // the decode step's new token
