@@ -1,9 +1,7 @@
 """Lab 05's pictures (labs/05-cuda-paged-v1/README.md): the thread block as a map from threads
 to data, the kernel as a timeline of its barriers and shared memory, the XOR butterflies, and
 the H100 measurements (docs/figures/gpu/)."""
-import json
-from pathlib import Path
-
+import h100
 from svgfig import (INK, MUTED, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS, Figure, Hue,
                     hue, mix)
 
@@ -15,7 +13,6 @@ G = max(WARP_SIZE // BLOCK_SIZE, 1)                  # THREAD_GROUP_SIZE
 VEC_SIZE = max(16 // (G * ELEM_BYTES), 1)           # elements per thread per step
 X = 16 // ELEM_BYTES                                # the key cache's innermost extent
 NUM_CHUNKS = HEAD_SIZE // X
-GPU_DATA = Path(__file__).resolve().parent.parent / "figures" / "gpu"
 
 
 def rank_fill(h: Hue, rank: int) -> str:
@@ -359,37 +356,16 @@ def butterfly() -> Figure:
 
 # ---- the H100 measurements ------------------------------------------------------------------------
 
-def _gpu_data():
-    bench = json.loads((GPU_DATA / "h100-lab05_bench-2026-11-22.json").read_text())
-    v1, copy = {}, {}
-    for b in bench["benchmarks"]:
-        shape = (int(b["seqs"]), int(b["tokens"]), int(b["heads"]), int(b["kv_heads"]))
-        gbps = b["bytes_per_second"] / 1e9
-        (v1 if b["name"].startswith("BM_GpuPagedAttentionV1") else copy)[shape] = gbps
-    torch = {}
-    for line in (GPU_DATA / "h100-torch-sdpa-2026-11-22.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        seqs_tokens, heads = row["shape"].split()
-        seqs, tokens = map(int, seqs_tokens.split("x"))
-        h, kv = map(int, heads.split("/"))
-        torch[(seqs, tokens, h, kv)] = row
-    return v1, copy, torch
-
-
 def gpu() -> Figure:
-    v1, copy, torch = _gpu_data()
+    v1 = h100.lab05_v1()
+    torch = h100.torch_sdpa()
     order = sorted(v1, key=lambda s: -v1[s])
     f = Figure(820, 88 + 44 * len(order), "paged_attention_v1 on an H100",
                "GB/s of K and V each call must read, for seven decode batches (float16, head "
                "size 128, block size 16), against FlashAttention through PyTorch and a plain "
                "read of the same bytes.")
-    x0, scale = 250, 540 / 3200
-    f.text(10, 14, "GB/s of K and V (H100 80GB HBM3, L2 flushed before each call)", size=SIZE,
-           weight="bold")
-    for gb in range(0, 3201, 500):
-        x = x0 + gb * scale
-        f.line(x, 34, x, 44 + 44 * len(order), stroke=RULE, sw=0.6, dash="2 3")
-        f.text(x, 28, str(gb), size=9, anchor="middle", fill=MUTED)
+    x0 = 250
+    scale = h100.gbps_scale(f, x0, 540, 44 + 44 * len(order))
     for i, shape in enumerate(order):
         seqs, tokens, heads, kv = shape
         y = 44 + 44 * i

@@ -2,13 +2,9 @@
 times, vLLM V1's flash layout against V0's, the tile picture (which warp holds which rows and
 columns of Q, K, S, P, V and O), the tile loop's barriers and loads in flight, and the H100
 figures the kernel is measured against (docs/figures/gpu/)."""
-import json
-from pathlib import Path
-
+import h100
 from svgfig import (INK, MUTED, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
                     Figure, hue, mix)
-
-GPU_DATA = Path(__file__).resolve().parent.parent / "figures" / "gpu"
 
 # The example most pictures draw: 32 query heads over 4 kv heads (a group of 8), head_size 128,
 # float16, tiles of 64 tokens, four warps (labs/07-cuda-gqa-decode/gqa_decode.hpp).
@@ -284,36 +280,15 @@ SHAPES = [(64, 4096, 32, 4, 85), (128, 2048, 32, 8, 85), (16, 4096, 32, 32, 75),
           (1, 16384, 32, 8, 80), (1, 65536, 32, 8, 80)]
 
 
-def _gpu_data():
-    bench = json.loads((GPU_DATA / "h100-lab05_bench-2026-11-22.json").read_text())
-    v1 = {}
-    for b in bench["benchmarks"]:
-        if b["name"].startswith("BM_GpuPagedAttentionV1"):
-            v1[(int(b["seqs"]), int(b["tokens"]), int(b["heads"]), int(b["kv_heads"]))] = \
-                b["bytes_per_second"] / 1e9
-    torch = {}
-    for line in (GPU_DATA / "h100-torch-sdpa-2026-11-22.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        seqs_tokens, heads = row["shape"].split()
-        seqs, tokens = map(int, seqs_tokens.split("x"))
-        h, kv = map(int, heads.split("/"))
-        torch[(seqs, tokens, h, kv)] = row
-    return v1, torch
-
-
 def targets() -> Figure:
-    v1, torch = _gpu_data()
+    v1 = h100.lab05_v1()
+    torch = h100.torch_sdpa()
     f = Figure(820, 84 + 50 * len(SHAPES), "Where the kernel must land on an H100",
                "For the five benchmark batches: lab 05's v1 and FlashAttention through PyTorch "
                "as measured on an H100, the plain read of the same bytes, and this lab's target "
                "as a fraction of the read.")
-    x0, scale = 230, 560 / 3200
-    f.text(10, 14, "GB/s of K and V (H100 80GB HBM3, L2 flushed before each call)", size=SIZE,
-           weight="bold")
-    for gb in range(0, 3201, 500):
-        x = x0 + gb * scale
-        f.line(x, 34, x, 40 + 50 * len(SHAPES), stroke=RULE, sw=0.6, dash="2 3")
-        f.text(x, 28, str(gb), size=9, anchor="middle", fill=MUTED)
+    x0 = 230
+    scale = h100.gbps_scale(f, x0, 560, 40 + 50 * len(SHAPES))
     for i, (seqs, tokens, heads, kv, target) in enumerate(SHAPES):
         shape = (seqs, tokens, heads, kv)
         y = 42 + 50 * i

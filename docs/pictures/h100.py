@@ -1,0 +1,48 @@
+"""The H100 figures the book cites (docs/figures/gpu/, as measured on the project's GPU machine),
+read once for labs 05 and 07's pictures, and the GB/s scale both draw them on. Every figure is
+keyed by its decode batch (seqs, tokens, heads, kv_heads)."""
+import json
+from pathlib import Path
+
+from svgfig import MUTED, RULE, SIZE, Figure
+
+GPU_DATA = Path(__file__).resolve().parent.parent / "figures" / "gpu"
+LAB05_BENCH = GPU_DATA / "h100-lab05_bench-2026-11-22.json"   # tools/lab bench 05, on the H100
+TORCH_SDPA = GPU_DATA / "h100-torch-sdpa-2026-11-22.jsonl"    # PyTorch SDPA, same batches
+GBPS_MAX = 3200  # the scale's right end: above the H100's read of about 2.95 TB/s
+
+
+def lab05_v1() -> dict:
+    """GB/s of lab 05's v1 kernel, per batch."""
+    v1 = {}
+    for b in json.loads(LAB05_BENCH.read_text())["benchmarks"]:
+        if b["name"].startswith("BM_GpuPagedAttentionV1"):
+            v1[(int(b["seqs"]), int(b["tokens"]), int(b["heads"]), int(b["kv_heads"]))] = \
+                b["bytes_per_second"] / 1e9
+    return v1
+
+
+def torch_sdpa() -> dict:
+    """PyTorch's rows per batch: `sdpa_flash_GBps` (FlashAttention over a contiguous cache) and
+    `read_sum_GBps` (a plain read of the same bytes)."""
+    rows = {}
+    for line in TORCH_SDPA.read_text().splitlines():
+        row = json.loads(line)
+        seqs_tokens, heads = row["shape"].split()
+        seqs, tokens = map(int, seqs_tokens.split("x"))
+        h, kv = map(int, heads.split("/"))
+        rows[(seqs, tokens, h, kv)] = row
+    return rows
+
+
+def gbps_scale(f: Figure, x0: float, width: float, bottom: float) -> float:
+    """Draws the GB/s scale's title, ticks and dashed rules from y = 34 down to `bottom`, the
+    scale starting at x0 and `width` px long; returns px per GB/s."""
+    scale = width / GBPS_MAX
+    f.text(10, 14, "GB/s of K and V (H100 80GB HBM3, L2 flushed before each call)", size=SIZE,
+           weight="bold")
+    for gb in range(0, GBPS_MAX + 1, 500):
+        x = x0 + gb * scale
+        f.line(x, 34, x, bottom, stroke=RULE, sw=0.6, dash="2 3")
+        f.text(x, 28, str(gb), size=9, anchor="middle", fill=MUTED)
+    return scale
