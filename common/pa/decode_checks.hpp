@@ -87,24 +87,8 @@ void check_v0_decode_operands(const ArgCheck& check, const V0DecodeOperands& ops
   shape_is(check, "seq_lens", ops.seq_lens, {num_seqs}, "[num_seqs]");
   check.positive("max_seq_len", ops.max_seq_len);
 
-  const std::int64_t max_blocks = ops.block_tables.size(1);
-  const std::int32_t* lens = ops.seq_lens.data_as<std::int32_t>();
-  const std::int32_t* table = ops.block_tables.data_as<std::int32_t>();
-  for (std::int64_t s = 0; s < num_seqs; ++s) {
-    const std::string name = "seq_lens[" + std::to_string(s) + "]";
-    check.positive(name, lens[s]);
-    check.at_most(name, lens[s], max_blocks * block_size,
-                  "block_tables.shape[1] * block_size: the blocks its table row holds");
-    check.at_most(name, lens[s], ops.max_seq_len, "max_seq_len");
-    const std::int64_t blocks_read = (lens[s] + block_size - 1) / block_size;
-    for (std::int64_t b = 0; b < blocks_read; ++b) {
-      const std::int32_t id = table[s * max_blocks + b];
-      check.that(id >= 0 && id < num_blocks,
-                 "block_tables[" + std::to_string(s) + ", " + std::to_string(b) + "]",
-                 "a block id in [0, " + std::to_string(num_blocks) + ") (key_cache.shape[0])",
-                 std::to_string(id));
-    }
-  }
+  sequences_in_cache(check, ops.block_tables, ops.seq_lens, block_size, num_blocks,
+                     ops.max_seq_len);
 }
 
 /// Checks that `out` has query's dtype and shape.

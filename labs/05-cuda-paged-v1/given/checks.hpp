@@ -49,15 +49,7 @@ inline void reshape_and_cache(const Tensor& key, const Tensor& value, const Tens
   shape_is(check, "value_cache", value_cache, {num_blocks, num_kv_heads, head_size, block_size},
            "[num_blocks, num_kv_heads, head_size, block_size]");
 
-  dtype_is(check, "slot_mapping", slot_mapping, DType::kInt64, "vLLM's slot_mapping is int64");
-  shape_is(check, "slot_mapping", slot_mapping, {num_tokens}, "[num_tokens]");
-  const std::int64_t num_slots = num_blocks * block_size;
-  const std::int64_t* slots = slot_mapping.data_as<std::int64_t>();
-  for (std::int64_t i = 0; i < num_tokens; ++i) {
-    check.that(slots[i] < num_slots, "slot_mapping[" + std::to_string(i) + "]",
-               "< " + std::to_string(num_slots) + " (num_blocks * block_size), or < 0 for padding",
-               std::to_string(slots[i]));
-  }
+  slot_mapping_fits(check, slot_mapping, num_tokens, num_blocks, block_size);
 }
 
 /// Checks the operands of an attention call (common/pa/decode_checks.hpp: the rules every lab

@@ -45,15 +45,7 @@ inline void reshape_and_cache_flash(const Tensor& key, const Tensor& value,
   dtype_is(check, "value_cache", value_cache, key.dtype(), "the dtype of key");
   shape_is(check, "value_cache", value_cache, key_cache.shape(), "the shape of key_cache");
 
-  dtype_is(check, "slot_mapping", slot_mapping, DType::kInt64, "vLLM's slot_mapping is int64");
-  shape_is(check, "slot_mapping", slot_mapping, {num_tokens}, "[num_tokens]");
-  const std::int64_t num_slots = num_blocks * block_size;
-  const std::int64_t* slots = slot_mapping.data_as<std::int64_t>();
-  for (std::int64_t i = 0; i < num_tokens; ++i) {
-    check.that(slots[i] < num_slots, "slot_mapping[" + std::to_string(i) + "]",
-               "< " + std::to_string(num_slots) + " (num_blocks * block_size), or < 0 for padding",
-               std::to_string(slots[i]));
-  }
+  slot_mapping_fits(check, slot_mapping, num_tokens, num_blocks, block_size);
 }
 
 /// Checks the operands of a decode call: float16 or bfloat16, supported head and block sizes,
@@ -118,24 +110,7 @@ inline void decode(const char* function, const DecodeArgs& args) {
                 (args.max_seq_len + partition_size - 1) / partition_size, 65535,
                 "a grid's z extent: choose a larger partition_size");
 
-  const std::int64_t max_blocks = block_tables.size(1);
-  const std::int32_t* lens = seq_lens.data_as<std::int32_t>();
-  const std::int32_t* table = block_tables.data_as<std::int32_t>();
-  for (std::int64_t s = 0; s < num_seqs; ++s) {
-    const std::string name = "seq_lens[" + std::to_string(s) + "]";
-    check.positive(name, lens[s]);
-    check.at_most(name, lens[s], max_blocks * block_size,
-                  "block_tables.shape[1] * block_size: the blocks its table row holds");
-    check.at_most(name, lens[s], args.max_seq_len, "max_seq_len");
-    const std::int64_t blocks_read = (lens[s] + block_size - 1) / block_size;
-    for (std::int64_t b = 0; b < blocks_read; ++b) {
-      const std::int32_t id = table[s * max_blocks + b];
-      check.that(id >= 0 && id < num_blocks,
-                 "block_tables[" + std::to_string(s) + ", " + std::to_string(b) + "]",
-                 "a block id in [0, " + std::to_string(num_blocks) + ") (key_cache.shape[0])",
-                 std::to_string(id));
-    }
-  }
+  sequences_in_cache(check, block_tables, seq_lens, block_size, num_blocks, args.max_seq_len);
 }
 
 /// Checks that `out` has query's dtype and shape.
