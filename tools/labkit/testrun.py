@@ -250,7 +250,7 @@ def sanitizer_report(output: str) -> tuple[str, str] | None:
         what = kind
         if kind == "SEGV":
             what = ("a null pointer (SEGV)" if "zero page" in rest
-                    else "an address far from any buffer (SEGV)")
+                    else "an address on no mapped page, outside every buffer (SEGV)")
         if where:
             side = {"to the left of": "before", "to the right of": "after",
                     "inside of": "inside"}[where.group(2)]

@@ -3,7 +3,7 @@
 # student's copy of this tree, changed to gather every block of a sequence's padded block-table
 # row (the -1 padding included) and then keep only the rows it needs. The answer is right, so
 # `tools/lab grade 04` gives full marks: Eigen does not check the row index -1 * block_size + t.
-# `tools/lab grade --asan 04` must show "read outside a buffer" at that line of starter.cpp.
+# `tools/lab grade --asan 04` must show the read as a sanitizer status at that line of starter.cpp.
 # Usage: tools/tests/asan_grade.sh [WORKDIR]   (instructor tree; needs solutions/)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -37,11 +37,15 @@ tail -4 "$work/plain.txt"
 grep -Eq "^Lab 04 .*: ([0-9]+) / \1 points" "$work/plain.txt" \
   || { echo "asan test: the planted read already fails a graded test"; cat "$work/plain.txt"; exit 1; }
 
-echo "== tools/lab grade --asan 04: it is a read outside a buffer, at starter.cpp:$line"
+echo "== tools/lab grade --asan 04: a sanitizer status for the read, at starter.cpp:$line"
 (cd "$work" && tools/lab grade --asan 04 > "$work/asan.txt") || true
-sed -n '/^Lab 04/,$p' "$work/asan.txt" | head -30
-grep -q "read outside a buffer" "$work/asan.txt" \
-  || { echo "asan test: no 'read outside a buffer'"; cat "$work/asan.txt"; exit 1; }
+awk '/^Lab 04/ { on = 1 } on && shown++ < 30' "$work/asan.txt"   # no pipe: no SIGPIPE
+# Block -1 lies one block before the pool: in the allocator's red zone ("read outside a buffer")
+# or, when the pool is a mapping of its own with nothing mapped before it, on no page at all
+# ("read an invalid address", a SEGV). Which one depends on the machine's memory map; both are the
+# sanitizer's report of the same read at the same line.
+grep -Eq "read (outside a buffer|an invalid address)" "$work/asan.txt" \
+  || { echo "asan test: no sanitizer status for the read"; cat "$work/asan.txt"; exit 1; }
 grep -q "labs/04-varlen-batch/starter.cpp:$line in attn_paged" "$work/asan.txt" \
   || { echo "asan test: the report does not name starter.cpp:$line"; exit 1; }
 echo "asan test: passed (full marks without the sanitizers, the student's line under --asan)"

@@ -126,7 +126,7 @@ if [ "$which_ones" = user ] || [ "$which_ones" = both ]; then
   step user 8-printed-fix-as-root 0 root "$fix_line"
   step user 9-grade-after-fix 1 student "cd pa && tools/lab grade"
   expect user 9-grade-after-fix "Exit status 1"
-  left=$(chroot "$r" find /home/student/pa -user root | head -5)
+  left=$(chroot "$r" find /home/student/pa -user root -print -quit)
   [ -z "$left" ] || fail "user: files of root's in the student's tree: $left"
   unmount_under "$work/user"
 fi

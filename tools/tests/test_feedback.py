@@ -127,6 +127,24 @@ class FailureText(unittest.TestCase):
                          ("leaked memory", "allocated at labs/01-x/starter.cpp:12 in f"))
         self.assertIsNone(testrun.sanitizer_report(GTEST_TWO))
 
+    def test_a_read_of_an_unmapped_page_is_named_at_the_students_line(self):
+        # Block -1 of a pool that is a mapping of its own: no red zone, a SEGV (as on CI's machine).
+        segv = ("==7==ERROR: AddressSanitizer: SEGV on unknown address 0x628ffffffa10 (pc 0x55 "
+                "bp 0x7f sp 0x7f T0)\n==7==The signal is caused by a READ memory access.\n"
+                "    #0 0x55 in Eigen::internal::unary_evaluator<X>::coeff(long, long) const "
+                "/usr/include/eigen3/Eigen/src/Core/IndexedView.h:192\n"
+                "    #1 0x55 in pa::varlen_batch::attn_paged(Eigen::Matrix<double> const&, int) "
+                "/w/labs/04-varlen-batch/starter.cpp:98\n"
+                "    #2 0x55 in run_attn /w/labs/04-varlen-batch/test_lab.cpp:182\n\n"
+                "AddressSanitizer can not provide additional info.\n")
+        self.assertEqual(testrun.sanitizer_report(segv),
+                         ("read an invalid address", "labs/04-varlen-batch/starter.cpp:98 in "
+                          "attn_paged: an address on no mapped page, outside every buffer (SEGV)"))
+        null = segv.replace("READ memory access.", "READ memory access.\n==7==Hint: address "
+                            "points to the zero page.")
+        self.assertEqual(testrun.sanitizer_report(null)[1],
+                         "labs/04-varlen-batch/starter.cpp:98 in attn_paged: a null pointer (SEGV)")
+
 
 def result(key: str, status: str, detail: str = "") -> testrun.TestResult:
     return testrun.TestResult(f"lab05.{key}/Emulator", status, detail=detail)

@@ -15,7 +15,7 @@ rm -rf "$work" && mkdir -p "$work"
 screen() { tmux capture-pane -p -t "$session"; }
 wait_for() {  # wait_for <regex> <seconds>
   for _ in $(seq 1 "$2"); do
-    if screen | grep -Eq "$1"; then return 0; fi
+    if grep -Eq "$1" <<<"$(screen)"; then return 0; fi
     sleep 1
   done
   echo "watch test: no '$1' on the screen after $2 s; the screen was:"; screen; return 1
@@ -52,12 +52,12 @@ wait_for "First test to fix" 300
 sleep 3   # a regrade, if one is due, starts within a second
 wait_for "First test to fix" 300
 echo "---- after saving the bug during the build ----"; screen | sed '/^$/N;/^\n$/D'
-if screen | grep -Eq "Score: ([0-9]+) / \1 |Lab done"; then
+if grep -Eq "Score: ([0-9]+) / \1 |Lab done" <<<"$(screen)"; then
   echo "watch test: the bug saved during the build was not graded"; exit 1
 fi
 
 tmux send-keys -t "$session" C-c
 wait_for "watch exited with status 0" 30
-screen | grep -q "tools/lab watch: stopped." || { echo "watch test: no goodbye line"; exit 1; }
+grep -q "tools/lab watch: stopped." <<<"$(screen)" || { echo "watch test: no goodbye line"; exit 1; }
 echo "---- after Ctrl-C ----"; screen | grep -E "stopped|exited"
 echo "watch test: passed (screen changed on save, a save during a build graded, Ctrl-C exits 0)"
