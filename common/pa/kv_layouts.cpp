@@ -371,9 +371,21 @@ Labels decode_labels(int num_heads, std::string expected, std::string actual) {
 ::testing::AssertionResult SpreadIsWide(const DecodeProblem& p) {
   const auto longest =
       std::max_element(p.cfg.seq_lens.begin(), p.cfg.seq_lens.end()) - p.cfg.seq_lens.begin();
-  const Mat& k = p.k[static_cast<std::size_t>(longest)];
-  return FarFromUniform(
-      scores(p.q.row(longest * p.cfg.num_heads).transpose(), k.leftCols(p.cfg.head_size)));
+  return FarFromUniform(query_scores(p, longest * p.cfg.num_heads));
+}
+
+Vec query_scores(const DecodeProblem& p, Eigen::Index row) {
+  const DecodeConfig& c = p.cfg;
+  const auto seq = static_cast<std::size_t>(row / c.num_heads);
+  const int kv_head = static_cast<int>(row % c.num_heads) / (c.num_heads / c.num_kv_heads);
+  return scores(p.q.row(row).transpose(), p.k[seq].middleCols(kv_head * c.head_size, c.head_size));
+}
+
+void scale_query_row(DecodeProblem& p, Eigen::Index row, double factor) {
+  for (Eigen::Index d = 0; d < p.cfg.head_size; ++d) {
+    p.q(row, d) = round_to(p.cfg.dtype, p.q(row, d) * factor);
+    store(p.query, row * p.cfg.head_size + d, p.q(row, d));
+  }
 }
 
 // ---- Benchmark batches ------------------------------------------------------------------------

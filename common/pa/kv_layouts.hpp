@@ -212,6 +212,14 @@ Labels decode_labels(int num_heads, std::string expected = "reference",
 /// Passes when the longest sequence's head-0 softmax is far from uniform on this data.
 ::testing::AssertionResult SpreadIsWide(const DecodeProblem& p);
 
+/// Returns the scores k·q / sqrt(head_size) of query row `row` (numbered as in expected_decode)
+/// against every key of its own sequence and kv head: [seq_len].
+Vec query_scores(const DecodeProblem& p, Eigen::Index row);
+
+/// Multiplies query row `row` by `factor` and rounds it to cfg.dtype, in p.q and in p.query
+/// alike, so that the kernel and the reference go on seeing the same query.
+void scale_query_row(DecodeProblem& p, Eigen::Index row, double factor);
+
 // ---- A large decode batch (benchmarks) ---------------------------------------------------------
 
 /// [bench_batch]

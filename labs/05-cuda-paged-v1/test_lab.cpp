@@ -52,7 +52,6 @@ using pa::testing::load;
 using pa::testing::make_decode_problem;
 using pa::testing::make_token_batch;
 using pa::testing::reference_reshape_and_cache;
-using pa::testing::round_to;
 using pa::testing::rounded;
 using pa::testing::same_cache_bytes;
 using pa::testing::store;
@@ -373,13 +372,9 @@ TEST_P(PagedAttentionV1, LargeLogitsStayFinite) {
   Rng rng(906);
   Problem p = make_problem(rng, c);
   for (int h = 0; h < c.num_heads; ++h) {  // scale each head's query so its top score is 300
-    const double top = pa::testing::scores(p.q.row(h).transpose(), p.k[0]).maxCoeff();
+    const double top = pa::testing::query_scores(p, h).maxCoeff();
     ASSERT_GT(top, 0.0);
-    p.q.row(h) *= 300.0 / top;
-    for (int d = 0; d < c.head_size; ++d) {
-      p.q(h, d) = round_to(c.dtype, p.q(h, d));
-      store(p.query, h * c.head_size + d, p.q(h, d));
-    }
+    pa::testing::scale_query_row(p, h, 300.0 / top);
   }
   // Scores of ~300 carry ~300x the absolute float32 rounding of scores of ~1, and exp() passes
   // that on to the weights; 1e-3 is still far below what a wrong maximum produces.
@@ -419,10 +414,7 @@ TEST_P(PagedAttentionV1, StaleKeysPastTheEndNeverSetTheMax) {
     // The data really is what the comment says: a stale logit beats the real maximum by far.
     const double stale_logit =
         p.scale() * p.q.row(s * c.num_heads).dot(stale_key.head(c.head_size));
-    const double real_max =
-        pa::testing::scores(p.q.row(s * c.num_heads).transpose(),
-                            p.k[static_cast<std::size_t>(s)].leftCols(c.head_size))
-            .maxCoeff();
+    const double real_max = pa::testing::query_scores(p, s * c.num_heads).maxCoeff();
     ASSERT_GT(stale_logit, real_max + 1000.0) << "sequence " << s;
   }
   EXPECT_TRUE(pa::testing::SpreadIsWide(p));

@@ -35,7 +35,6 @@ using pa::testing::DecodeProblem;
 using pa::testing::KvLayout;
 using pa::testing::load;
 using pa::testing::Rng;
-using pa::testing::round_to;
 using pa::testing::store;
 using Config = DecodeConfig;
 using Problem = DecodeProblem;
@@ -510,13 +509,9 @@ TEST_P(PagedAttentionV2, LargeLogitsStayFinite) {
   Rng rng(910);
   Problem p = make_problem(rng, c);
   for (int h = 0; h < c.num_heads; ++h) {  // scale each head's query so its top score is 300
-    const double top = pa::testing::scores(p.q.row(h).transpose(), p.k[0]).maxCoeff();
+    const double top = pa::testing::query_scores(p, h).maxCoeff();
     ASSERT_GT(top, 0.0);
-    p.q.row(h) *= 300.0 / top;
-    for (int d = 0; d < c.head_size; ++d) {
-      p.q(h, d) = round_to(c.dtype, p.q(h, d));
-      store(p.query, h * c.head_size + d, p.q(h, d));
-    }
+    pa::testing::scale_query_row(p, h, 300.0 / top);
   }
   // Scores of ~300 carry ~300x the absolute float32 rounding of scores of ~1, and exp() passes
   // that on to the weights; 1e-3 is still far below what a wrong maximum produces.

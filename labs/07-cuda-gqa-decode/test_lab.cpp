@@ -33,10 +33,8 @@ using pa::testing::load;
 using pa::testing::make_token_batch;
 using pa::testing::reference_reshape_and_cache;
 using pa::testing::Rng;
-using pa::testing::round_to;
 using pa::testing::rounded;
 using pa::testing::same_cache_bytes;
-using pa::testing::store;
 using pa::testing::TokenBatch;
 
 constexpr KvLayout kFlash = KvLayout::kFlash;
@@ -353,20 +351,15 @@ TEST_P(GqaDecode, QueryHeadsOfAGroupWithVeryDifferentLogitScales) {
   const double factors[] = {15.0, 0.1, 1.0, 3.0};
   for (int s = 0; s < p.num_seqs(); ++s) {
     for (int h = 0; h < c.num_heads; ++h) {
-      const Eigen::Index r = Eigen::Index{s} * c.num_heads + h;
-      for (int d = 0; d < c.head_size; ++d) {
-        p.q(r, d) = round_to(c.dtype, p.q(r, d) * factors[h % group]);
-        store(p.query, r * c.head_size + d, p.q(r, d));
-      }
+      pa::testing::scale_query_row(p, Eigen::Index{s} * c.num_heads + h, factors[h % group]);
     }
   }
   // The data is what the comment says: in every group, head 0's top score is far above head 1's.
   for (int s = 0; s < p.num_seqs(); ++s) {
     for (int kv = 0; kv < c.num_kv_heads; ++kv) {
-      const Mat k = p.k[static_cast<std::size_t>(s)].middleCols(kv * c.head_size, c.head_size);
       const Eigen::Index r0 = Eigen::Index{s} * c.num_heads + kv * group;
-      const double top0 = pa::testing::scores(p.q.row(r0).transpose(), k).maxCoeff();
-      const double top1 = pa::testing::scores(p.q.row(r0 + 1).transpose(), k).maxCoeff();
+      const double top0 = pa::testing::query_scores(p, r0).maxCoeff();
+      const double top1 = pa::testing::query_scores(p, r0 + 1).maxCoeff();
       ASSERT_GT(top0 - top1, 60.0) << "sequence " << s << " kv head " << kv;
     }
   }
@@ -398,9 +391,7 @@ TEST_P(GqaDecode, TokensPastTheEndWeighNothingWhenEveryScoreIsNegative) {
   pa::testing::place_at(p, p.blocks, p.num_blocks, pad_id);
   for (int s = 0; s < p.num_seqs(); ++s) {
     for (int h = 0; h < c.num_kv_heads; ++h) {
-      const Mat k = p.k[static_cast<std::size_t>(s)].middleCols(h * c.head_size, c.head_size);
-      const double top =
-          pa::testing::scores(p.q.row(Eigen::Index{s} * c.num_heads + h).transpose(), k).maxCoeff();
+      const double top = pa::testing::query_scores(p, Eigen::Index{s} * c.num_heads + h).maxCoeff();
       ASSERT_LT(top, -4.0) << "sequence " << s << " head " << h;
     }
   }
@@ -417,13 +408,9 @@ TEST_P(GqaDecode, LargeLogitsStayFinite) {
   for (int s = 0; s < p.num_seqs(); ++s) {
     for (int h = 0; h < c.num_heads; ++h) {  // scale each head's query so its top score is 300
       const Eigen::Index r = Eigen::Index{s} * c.num_heads + h;
-      const double top =
-          pa::testing::scores(p.q.row(r).transpose(), p.k[static_cast<std::size_t>(s)]).maxCoeff();
+      const double top = pa::testing::query_scores(p, r).maxCoeff();
       ASSERT_GT(top, 0.0);
-      for (int d = 0; d < c.head_size; ++d) {
-        p.q(r, d) = round_to(c.dtype, p.q(r, d) * 300.0 / top);
-        store(p.query, r * c.head_size + d, p.q(r, d));
-      }
+      pa::testing::scale_query_row(p, r, 300.0 / top);
     }
   }
   EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, 512)));

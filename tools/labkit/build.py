@@ -165,13 +165,6 @@ def build_lab(build: Path, lab: Lab, target: str, root: Path = ROOT,
                    "in a row: not graded (save, wait for the build, then grade)"), {}
 
 
-def matches_stamp(build: Path, lab: Lab, root: Path = ROOT) -> bool:
-    """Whether the lab's binaries in `build` were built from its sources as they are now."""
-    stamp = stamps.read(build, lab)
-    files = stamps.sources(lab, stamps.impl_of(build), root)
-    return stamp is not None and stamp == stamps.digest(files, root)
-
-
 def first_compiler_error(output: str, root: Path = ROOT) -> str:
     """The first compiler error of a build's output, as "path:line: message"."""
     for line in output.splitlines():
