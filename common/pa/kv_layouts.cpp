@@ -186,6 +186,28 @@ TokenBatch make_token_batch(DType dtype, int num_kv_heads, int head_size, const 
   return batch;
 }
 
+TokenBatch step_token_batch(DType dtype, int num_kv_heads, int head_size, int block_size,
+                            const std::vector<Mat>& k, const std::vector<Mat>& v,
+                            const std::vector<std::vector<int>>& blocks,
+                            const std::vector<int>& first, const std::vector<int>& last) {
+  Eigen::Index n = 0;
+  for (std::size_t s = 0; s < k.size(); ++s) n += last[s] - first[s] + 1;  // + its padding token
+  const Eigen::Index width = Eigen::Index{num_kv_heads} * head_size;
+  Mat key_rows = Mat::Constant(n, width, 7.0), value_rows = key_rows;  // padding rows stay 7s
+  std::vector<std::int64_t> slots;
+  for (std::size_t s = 0; s < k.size(); ++s) {
+    for (int t = first[s]; t < last[s]; ++t) {
+      const auto row = static_cast<Eigen::Index>(slots.size());
+      key_rows.row(row) = k[s].row(t);
+      value_rows.row(row) = v[s].row(t);
+      const std::int64_t block = blocks[s][static_cast<std::size_t>(t / block_size)];
+      slots.push_back(block * block_size + t % block_size);
+    }
+    slots.push_back(-1);
+  }
+  return make_token_batch(dtype, num_kv_heads, head_size, key_rows, value_rows, slots);
+}
+
 void reference_reshape_and_cache(KvLayout layout, const Tensor& key, const Tensor& value,
                                  Tensor& key_cache, Tensor& value_cache,
                                  const std::vector<std::int64_t>& slots) {

@@ -105,6 +105,15 @@ struct TokenBatch {
 TokenBatch make_token_batch(DType dtype, int num_kv_heads, int head_size, const Mat& key_rows,
                             const Mat& value_rows, const std::vector<std::int64_t>& slots);
 
+/// The flat batch of one engine step: for each sequence s, its tokens [first[s], last[s]) (rows
+/// of k[s] and v[s], [seq_len, num_kv_heads * head_size]), token t to slot
+/// blocks[s][t / block_size] * block_size + t % block_size, then one padding token (slot -1)
+/// whose key and value rows are all 7s.
+TokenBatch step_token_batch(DType dtype, int num_kv_heads, int head_size, int block_size,
+                            const std::vector<Mat>& k, const std::vector<Mat>& v,
+                            const std::vector<std::vector<int>>& blocks,
+                            const std::vector<int>& first, const std::vector<int>& last);
+
 /// The host's reshape_and_cache for `layout`: token t of `key` and `value` goes to slot slots[t]
 /// (block slots[t] / block_size, row slots[t] % block_size); a negative slot writes nothing.
 void reference_reshape_and_cache(KvLayout layout, const Tensor& key, const Tensor& value,

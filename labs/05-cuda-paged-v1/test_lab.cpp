@@ -54,7 +54,6 @@ using pa::testing::make_token_batch;
 using pa::testing::reference_reshape_and_cache;
 using pa::testing::rounded;
 using pa::testing::same_cache_bytes;
-using pa::testing::store;
 using pa::testing::TokenBatch;
 using Config = DecodeConfig;
 using Problem = DecodeProblem;
@@ -179,20 +178,8 @@ TEST_P(PagedAttentionV1, ReshapeThenAttendIsOneDecodeStep) {
   // One reshape_and_cache call per phase: tokens [first[s], last[s]) of both sequences as one
   // flat batch, each sequence followed by a padding token (slot -1) full of 7s.
   auto write = [&](const std::vector<int>& first, const std::vector<int>& last) {
-    const Eigen::Index n = (last[0] - first[0]) + (last[1] - first[1]) + 2;
-    Mat key_rows = Mat::Constant(n, width, 7.0), value_rows = key_rows;  // padding rows stay 7s
-    std::vector<std::int64_t> slots;
-    for (int s = 0; s < 2; ++s) {
-      for (int t = first[s]; t < last[s]; ++t) {
-        const auto row = static_cast<Eigen::Index>(slots.size());
-        key_rows.row(row) = k[s].row(t);
-        value_rows.row(row) = v[s].row(t);
-        slots.push_back(std::int64_t{blocks[s][t / block_size]} * block_size + t % block_size);
-      }
-      slots.push_back(-1);
-    }
-    const TokenBatch batch =
-        make_token_batch(dtype, num_kv_heads, head_size, key_rows, value_rows, slots);
+    const TokenBatch batch = pa::testing::step_token_batch(dtype, num_kv_heads, head_size,
+                                                           block_size, k, v, blocks, first, last);
     reshape_and_cache(GetParam(), batch.key, batch.value, key_cache, value_cache,
                       batch.slot_mapping);
   };
@@ -200,8 +187,7 @@ TEST_P(PagedAttentionV1, ReshapeThenAttendIsOneDecodeStep) {
   write(prompt, {prompt[0] + 1, prompt[1] + 1});  // the decode step's new token
 
   const Mat q = rounded(dtype, rng.normal(2 * num_heads, head_size, kLogitSpread));
-  Tensor query(dtype, {2, num_heads, head_size});
-  for (Eigen::Index i = 0; i < q.size(); ++i) store(query, i, q.data()[i]);
+  const Tensor query = pa::testing::to_tensor(dtype, q, {2, num_heads, head_size});
   Tensor block_tables(DType::kInt32, {2, 4});
   const std::int32_t table[] = {blocks[0][0], blocks[0][1], blocks[0][2], order[11],
                                 blocks[1][0], blocks[1][1], order[11],    order[11]};

@@ -204,20 +204,8 @@ TEST_P(GqaDecode, ReshapeThenDecodeIsOneDecodeStep) {
   // One reshape_and_cache_flash call per phase: tokens [first[s], last[s]) of both sequences as
   // one flat batch, each sequence followed by a padding token (slot -1) full of 7s.
   auto write = [&](const std::vector<int>& first, const std::vector<int>& last) {
-    const Eigen::Index n = (last[0] - first[0]) + (last[1] - first[1]) + 2;
-    Mat key_rows = Mat::Constant(n, width, 7.0), value_rows = key_rows;  // padding rows stay 7s
-    std::vector<std::int64_t> slots;
-    for (int s = 0; s < 2; ++s) {
-      for (int t = first[s]; t < last[s]; ++t) {
-        const auto row = static_cast<Eigen::Index>(slots.size());
-        key_rows.row(row) = k[s].row(t);
-        value_rows.row(row) = v[s].row(t);
-        slots.push_back(std::int64_t{blocks[s][t / block_size]} * block_size + t % block_size);
-      }
-      slots.push_back(-1);
-    }
-    const TokenBatch batch =
-        make_token_batch(dtype, num_kv_heads, head_size, key_rows, value_rows, slots);
+    const TokenBatch batch = pa::testing::step_token_batch(dtype, num_kv_heads, head_size,
+                                                           block_size, k, v, blocks, first, last);
     reshape_and_cache_flash(GetParam(), batch.key, batch.value, key_cache, value_cache,
                             batch.slot_mapping);
   };
