@@ -190,6 +190,15 @@ TokenBatch step_token_batch(DType dtype, int num_kv_heads, int head_size, int bl
                             const std::vector<Mat>& k, const std::vector<Mat>& v,
                             const std::vector<std::vector<int>>& blocks,
                             const std::vector<int>& first, const std::vector<int>& last) {
+  for (const std::size_t size : {v.size(), blocks.size(), first.size(), last.size()}) {
+    if (size != k.size()) {
+      throw std::invalid_argument("step_token_batch: k holds " + std::to_string(k.size()) +
+                                  " sequences, but v, blocks, first and last hold " +
+                                  std::to_string(v.size()) + ", " + std::to_string(blocks.size()) +
+                                  ", " + std::to_string(first.size()) + " and " +
+                                  std::to_string(last.size()));
+    }
+  }
   Eigen::Index n = 0;
   for (std::size_t s = 0; s < k.size(); ++s) n += last[s] - first[s] + 1;  // + its padding token
   const Eigen::Index width = Eigen::Index{num_kv_heads} * head_size;
