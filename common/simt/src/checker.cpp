@@ -59,6 +59,15 @@ constexpr std::uint8_t kPending = 4;   // an asynchronous copy that has not land
 constexpr std::uintptr_t kSiteTag = std::uintptr_t{1} << 63;
 
 constexpr std::size_t kPage = 4096;
+// One shadow entry per 2 bytes: the smallest element the labs share between threads is a
+// 16-bit __half, and two threads writing neighbouring bytes of one granule would be reported.
+constexpr unsigned kGranuleShift = 1;
+
+// The number of granules that [p, p + bytes) touches.
+std::size_t granules(const void* p, std::size_t bytes) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  return ((a + bytes - 1) >> kGranuleShift) - (a >> kGranuleShift) + 1;
+}
 // Address space only: pages are backed when touched, and the shadow is 48 bytes per byte.
 constexpr std::size_t kArenaBytes = std::size_t{2} << 30;
 
@@ -85,7 +94,8 @@ struct Arena {
     if (SIMT_HAS_ASAN) return;
     void* data = mmap(nullptr, kArenaBytes, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    void* shadow = mmap(nullptr, kArenaBytes * sizeof(ByteShadow), PROT_READ | PROT_WRITE,
+    void* shadow = mmap(nullptr, (kArenaBytes >> kGranuleShift) * sizeof(ByteShadow),
+                        PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     void* pages = mmap(nullptr, kArenaBytes / kPage * sizeof(std::uint32_t),
                        PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -281,9 +291,7 @@ void checked_free(void* p) noexcept {
   const std::size_t pages = (it->second.bytes + kPage - 1) / kPage;
   const std::size_t start = address - a.base;
   for (std::size_t i = 0; i < pages; ++i) a.page_valid[start / kPage + i] = 0;
-  // Give the pages and their shadow back: a later allocation there starts from zeros.
-  madvise(p, pages * kPage, MADV_DONTNEED);
-  madvise(a.shadow + start, pages * kPage * sizeof(ByteShadow), MADV_DONTNEED);
+  // The shadow stays: its records are older than any later launch, which ignores them.
   a.live.erase(it);
   a.free_spans.insert({pages + 1, start - kPage});
 }
@@ -311,7 +319,7 @@ void Checker::begin_launch(const void* kernel, unsigned threads, const unsigned 
     const auto [lo, bytes] = static_tls_block();
     tls_lo_ = lo;
     tls_bytes_ = bytes;
-    tls_shadow_.assign(bytes, ByteShadow{});
+    tls_shadow_.assign((bytes >> kGranuleShift) + 1, ByteShadow{});
   }
 }
 
@@ -412,7 +420,7 @@ Checker::Where Checker::locate(const void* p, std::size_t bytes, bool write, std
       out_of_bounds(p, bytes, write, cur);
       return {};
     }
-    return {static_cast<Region>(info >> 16), a.shadow + offset};
+    return {static_cast<Region>(info >> 16), a.shadow + (offset >> kGranuleShift)};
   }
   if (address - tls_lo_ < tls_bytes_) {
     // The emulator's built-in variables are read by everyone and written by the scheduler.
@@ -424,7 +432,7 @@ Checker::Where Checker::locate(const void* p, std::size_t bytes, bool write, std
       return {};
     }
     if (address - tls_lo_ + bytes > tls_bytes_) return {};
-    return {Region::StaticShared, tls_shadow_.data() + (address - tls_lo_)};
+    return {Region::StaticShared, tls_shadow_.data() + ((address - tls_lo_) >> kGranuleShift)};
   }
   return {};
 }
@@ -478,9 +486,11 @@ void Checker::check_and_record(const Where& w, const void* p, std::size_t bytes,
     (void)prev_write;
     return ordered(prev, cur) ? nullptr : "thread";
   };
-  for (std::size_t i = 0; i < bytes; ++i) {
+  const auto first = reinterpret_cast<std::uintptr_t>(p) >> kGranuleShift << kGranuleShift;
+  const std::size_t n = granules(p, bytes);
+  for (std::size_t i = 0; i < n; ++i) {
     ByteShadow& s = w.shadow[i];
-    const void* byte = static_cast<const unsigned char*>(p) + i;
+    const void* byte = reinterpret_cast<const void*>(first + (i << kGranuleShift));
     if ((s.write.flags & kPending) != 0 && s.write.clock >= block_start_) {
       not_landed(byte, s.write, cur, write);
       return;
@@ -558,7 +568,7 @@ void Checker::async_started(const void* src, std::size_t src_bytes, const void* 
   if (failed() || to.shadow == nullptr) return;
   check_and_record(to, dst, dst_bytes, true, cur);  // as the write it will be
   if (failed()) return;
-  for (std::size_t i = 0; i < dst_bytes; ++i) to.shadow[i].write.flags |= kPending;
+  for (std::size_t i = 0; i < granules(dst, dst_bytes); ++i) to.shadow[i].write.flags |= kPending;
 }
 
 void Checker::async_landed(const void* dst, std::size_t bytes, SourceSite site) {
@@ -566,7 +576,7 @@ void Checker::async_landed(const void* dst, std::size_t bytes, SourceSite site) 
   const std::uintptr_t pc = site_pc(site);
   const Where to = locate(dst, bytes, true, pc, false);
   if (to.shadow == nullptr) return;
-  for (std::size_t i = 0; i < bytes; ++i) {
+  for (std::size_t i = 0; i < granules(dst, bytes); ++i) {
     to.shadow[i].write = AccessRecord{now(), static_cast<std::uint16_t>(thread_), 0, 0, pc};
     to.shadow[i].read[0] = to.shadow[i].read[1] = AccessRecord{};
   }
