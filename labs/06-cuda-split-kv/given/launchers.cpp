@@ -93,6 +93,16 @@ class Session final : public DeviceSession::Impl {
     exp_sums_ = nan_floats(partials);    // [num_seqs, num_heads, max_num_partitions]
     max_logits_ = nan_floats(partials);  // [num_seqs, num_heads, max_num_partitions]
     tmp_out_ = nan_floats(partials * static_cast<std::size_t>(head_size_));  // [.., head_size]
+    // The names the emulator's memory checker gives an access past a buffer's end.
+    query_.set_name("query");
+    key_cache_.set_name("key_cache");
+    value_cache_.set_name("value_cache");
+    block_tables_.set_name("block_tables");
+    seq_lens_.set_name("seq_lens");
+    out_.set_name("out");
+    exp_sums_.set_name("exp_sums");
+    max_logits_.set_name("max_logits");
+    tmp_out_.set_name("tmp_out");
   }
 
   void launch() override {
