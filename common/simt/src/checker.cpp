@@ -459,8 +459,11 @@ bool Checker::ordered(const AccessRecord& prev, const AccessRecord& cur) const {
   const unsigned prev_warp = prev_wide ? prev.thread : prev.thread / 32u;
   const unsigned cur_warp = cur_wide ? cur.thread : cur.thread / 32u;
   if (prev_warp != cur_warp) return false;
-  // A warp collective orders every access of its lanes before it with every one after it.
-  if (prev_wide || cur_wide) return true;
+  // A lane's access after a wmma call of its warp comes after the call's loads and stores.
+  if (prev_wide) return true;
+  // Before the call's own accesses, only a warp sync orders a lane's earlier access (the
+  // emulator ticks the wmma call's own sync after them): __syncwarp(), a shuffle, a vote.
+  if (cur_wide) return full_sync_[cur_warp] > prev.clock;
   if (full_sync_[cur_warp] > prev.clock) return true;
   const auto& pairs = pair_sync_[cur_warp];
   return !pairs.empty() && pairs[32 * (prev.thread % 32u) + cur.thread % 32u] > prev.clock;
