@@ -29,7 +29,7 @@ def thread_map() -> Figure:
                "rank r reads the r-th 8 bytes of every 16-byte chunk of that token's key.")
     # 1. The threads.
     f.text(10, 14, f"1. The thread block: {NUM_THREADS} threads = {NUM_WARPS} warps × 32 lanes; "
-           f"thread group g = lanes 2g, 2g + 1 (G = {G})", size=SIZE, weight="bold")
+           f"thread group g = lanes 2g, 2g + 1 (TG = {G})", size=SIZE, weight="bold")
     cw, ch = 20, 18
     gx, gy = 72, 30
 
@@ -205,7 +205,7 @@ PHASES = [
     (["Step 1: each thread loads its 16-byte pieces of q"], {"q": "q (written)"}),
     (["Step 2: q·k — warp w over blocks w, w+4, …; group butterfly;",
       "rank 0 writes logits[t] and keeps a running max"], {"q": "q (read)", "l": "s_t (written)"}),
-    (["Step 3: max inside each warp (butterfly, masks 16 … G);",
+    (["Step 3: max inside each warp (butterfly, masks 16 … TG);",
       "lane 0 writes red_smem[w]"], {"q": "q", "l": "s_t", "m": "warp maxima"}),
     (["cross-warp max → qk_max in every lane; Step 4:",
       "logits[t] = e^(s_t − qk_max); warp sums → red_smem[4 + w]"],
@@ -287,7 +287,7 @@ def butterfly() -> Figure:
                "Left: the four threads of a group (block size 8, float32) add their partial dot "
                "products in two shuffles. Bottom: the 32 lanes of a warp in five.")
     # The group: lanes 0..3, masks 2 then 1.
-    f.text(10, 14, "Inside a thread group (G = 4): masks 2, 1", size=SIZE, weight="bold")
+    f.text(10, 14, "Inside a thread group (TG = 4): masks 2, 1", size=SIZE, weight="bold")
     lanes = 4
     xs = [40 + 62 * l for l in range(lanes)]
     ys = [60, 130, 200]
@@ -310,14 +310,14 @@ def butterfly() -> Figure:
     notes = ["qk += __shfl_xor_sync(FULL_MASK, qk, mask):",
              "every lane adds the value of the lane whose",
              "index differs in the mask's one bit. After",
-             "log2 G steps every member holds the whole",
+             "log2 TG steps every member holds the whole",
              "dot product: no shared memory, no barrier."]
     f.lines(340, 110, notes, size=SIZE_SMALL, anchor="start", gap=1.45)
 
     # The warp: 32 lanes, masks 16 .. 1.
     top = 262
     f.text(10, top - 10, "Across a warp: masks 16, 8, 4, 2, 1 (the sum); the max stops after "
-           "mask G", size=SIZE, weight="bold")
+           "mask TG", size=SIZE, weight="bold")
     lx = [80 + 20 * l for l in range(WARP_SIZE)]
     masks = [16, 8, 4, 2, 1]
     rows = [top + 24 + 34 * k for k in range(len(masks) + 1)]
@@ -340,13 +340,13 @@ def butterfly() -> Figure:
     for l in range(0, WARP_SIZE, 4):
         f.text(lx[l], rows[0] - 12, f"lane {l}" if l == 0 else str(l), size=9, anchor="middle",
                fill=MUTED)
-    f.vbrace(lx[-1] + 10, rows[-2] - 4, rows[-2] + 4, ["the max ends", "here for G = 2"])
+    f.vbrace(lx[-1] + 10, rows[-2] - 4, rows[-2] + 4, ["the max ends", "here for TG = 2"])
     f.vbrace(lx[-1] + 10, rows[-1] - 4, rows[-1] + 4, ["the sum ends", "here"])
     f.text(10, rows[-1] + 26, "Bold: the five values lane 0 receives, which between them "
            "carry all 32 lanes. Filled: lanes that hold the warp's result.", size=SIZE_SMALL,
            fill=MUTED)
-    f.text(10, rows[-1] + 42, "The max skips the masks below G (they would fold a group into "
-           "itself): after mask G the group leaders (rank 0, lane 0 among them) hold the",
+    f.text(10, rows[-1] + 42, "The max skips the masks below TG (they would fold a group into "
+           "itself): after mask TG the group leaders (rank 0, lane 0 among them) hold the",
            size=SIZE_SMALL, fill=MUTED)
     f.text(10, rows[-1] + 58, "warp's maximum and the other lanes −FLT_MAX. The sum runs to "
            "mask 1, and every lane ends with the warp's sum. Either way lane 0 passes it on.",
