@@ -217,8 +217,8 @@ def tiles() -> Figure:
         f.text(10, y3 + 4 * ch + 18 + 15 * i, line, size=SIZE_SMALL, fill=MUTED)
     sizes = _shared_bytes(HEAD_SIZE)
     f.text(10, y3 + 4 * ch + 68, f"Shared memory at head_size {HEAD_SIZE}, rows padded by 16 "
-           "bytes (S: 32): " + ", ".join(f"{k} {v / 1000:.1f} KB" for k, v in sizes.items()) +
-           f": {sum(sizes.values()) / 1000:.0f} KB per thread block.", size=SIZE_SMALL,
+           "bytes (S: 32): " + ", ".join(f"{k} {v / 1024:g} KiB" for k, v in sizes.items()) +
+           f": {sum(sizes.values()) / 1024:g} KiB of tiles per thread block.", size=SIZE_SMALL,
            fill=MUTED)
     return f
 

@@ -9,7 +9,7 @@ language:
   roles that recur (request A and B, shared, free, poison, the four warps, the state);
 - one font size scale and one stroke width;
 - Figure: rectangles, text, lines, arrows, braces, legends, written in user units that are CSS
-  pixels at 100 %: a figure drawn `Figure(820, h)` shows at its natural size in the book's
+  pixels at 100%: a figure drawn `Figure(820, h)` shows at its natural size in the book's
   content column (about 840 px at a 1400 px window) and scales down on narrower screens;
 - Figure.grid: a CuTe-style layout picture: a grid of cells, each coloured by who owns it and
   labelled with what it holds, e.g. "T3 / d8-11" (see lab05.py).
