@@ -122,8 +122,8 @@ def cascade() -> Figure:
         h = hue(r if r < 3 else 6)
         f.arrow(bus, yc - 8, bx - 1, yc - 8, color=SHARED.ink)
         f.box(bx, yc - 15, bw, 14, f"q{r}'s prefix state", fill=SHARED.fill, stroke=SHARED.ink,
-              rx=0, size=9)
-        f.box(bx, yc + 1, bw, 14, f"suffix {r} state", fill=h.fill, stroke=h.ink, rx=0, size=9)
+              rx=0, size=SIZE_SMALL)
+        f.box(bx, yc + 1, bw, 14, f"suffix {r} state", fill=h.fill, stroke=h.ink, rx=0, size=SIZE_SMALL)
         f.rect(mx - 12, yc - 12, 24, 24, fill=STATE.fill, stroke=STATE.ink, rx=12)
         f.text(mx, yc, "⊕", size=14, anchor="middle")
         f.arrow(bx + bw, yc - 8, mx - 12, yc - 3, color=SHARED.ink)
