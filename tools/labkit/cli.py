@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from labkit import build as cmake
-from labkit import grading, system
+from labkit import grading, reports, system
 from labkit.labs import pick, require_solutions
 from labkit.paths import ROOT, build_dir, shown
 
@@ -103,14 +103,14 @@ def cmd_grade(args) -> int:
     seconds = time.monotonic() - progress.start
     print()
     if args.json:
-        Path(args.json).write_text(json.dumps(grading.gradescope(grades, seconds), indent=2) + "\n")
+        Path(args.json).write_text(json.dumps(reports.gradescope(grades, seconds), indent=2) + "\n")
         print(f"Gradescope results: {args.json}")
     if args.junit:
-        grading.junit(grades).write(args.junit, encoding="utf-8", xml_declaration=True)
+        reports.junit(grades).write(args.junit, encoding="utf-8", xml_declaration=True)
         print(f"JUnit XML: {args.junit}")
     if args.json or args.junit:
         print()
-    grading.print_table(grades, build, verbose=args.verbose)
+    reports.print_table(grades, build, verbose=args.verbose)
     return 0 if grading.complete(grades) else 1
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labkit import build as cmake
-from labkit import grading, patches, testrun
+from labkit import grading, patches, reports, testrun
 from labkit.labs import Lab
 from labkit.paths import ROOT, build_dir, shown
 
@@ -258,7 +258,7 @@ def print_report(mutants: list[Mutant]) -> None:
         counts = f"{len(m.killers):>2}/{graded} tests" if m.source is not None else "  not built"
         print(f"  {verdict} {m.stem:<32} {counts}  {m.bug}")
         if shown:
-            print(textwrap.fill(shown, width=grading.terminal_width(), break_long_words=False,
+            print(textwrap.fill(shown, width=reports.terminal_width(), break_long_words=False,
                                 initial_indent=f"{'':14}killed by: ",
                                 subsequent_indent=" " * 25))
         if m.shown_first is not None:
