@@ -16,7 +16,8 @@ Instructors (need solutions/)
   mutants [NN ...]                        build each mutant and show which tests kill it
   mutants --new NN STEM, --save NN STEM   write a new mutant in a scratch copy of the solution,
                                           then save it as solutions/NN-*/mutants/STEM.patch
-  check                                   starters fail, solutions pass, mutants die: one matrix
+  check [--record]                        starters fail, solutions pass, mutants die: one matrix
+                                          (--record: each mutant's failing tests, for the unit tests)
   release OUTDIR                          write the student edition and verify it
   autograder OUTDIR                       write a Gradescope autograder bundle
 
@@ -240,6 +241,9 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_mutants)
 
     p = sub.add_parser("check", help="starters fail, solutions pass, mutants die (instructors)")
+    p.add_argument("--record", action="store_true",
+                   help="also write each mutant's failing tests to tools/tests/mutants/"
+                        "first_shown.json (after a change to a lab's tests or its table)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("release", help="write the student edition to OUTDIR and verify it")

@@ -318,9 +318,9 @@ def failure_kind(status: str, detail: str) -> str:
     return status
 
 
-def first_to_fix(tests: list, table: dict[str, Row]):
+def first_to_fix(tests: list, table: dict[str, Row], kind_of: Callable | None = None):
     """The failing test to show first (watch shows it; grade names it), from anything with .key,
-    .status and .detail. First the failures that name their cause: a sanitizer's report, an
+    .status and .detail (or with .key and whatever `kind_of(test)` reads its kind from). First the failures that name their cause: a sanitizer's report, an
     emulator error, a race (in that order); then NaN in a test whose hint is about NaN; then every
     other NaN or wrong value, in the chapter table's order (the table lists the narrow tests, the
     first functions, before the tests that combine them, so the earliest failing row is the
@@ -328,8 +328,10 @@ def first_to_fix(tests: list, table: dict[str, Row]):
     and "not implemented". None when every test passes."""
     order = {key: i for i, key in enumerate(table)}
 
+    kind_of = kind_of or (lambda t: failure_kind(t.status, t.detail))
+
     def rank(t):
-        kind = failure_kind(t.status, t.detail)
+        kind = kind_of(t)
         row = table.get(t.key)
         if kind == "NaN" and row is not None and "NaN" in row.hint:
             tier = 3
@@ -339,7 +341,7 @@ def first_to_fix(tests: list, table: dict[str, Row]):
             tier = KINDS.index(kind) + (0 if KINDS.index(kind) < 3 else 1)
         return (tier, order.get(t.key, len(order)), t.key)
 
-    failing = [t for t in tests if t.status not in ("passed", "skipped")]
+    failing = [t for t in tests if kind_of(t) not in ("passed", "skipped")]
     return min(failing, key=rank) if failing else None
 
 
