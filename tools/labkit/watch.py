@@ -102,7 +102,7 @@ def main(args) -> int:
                 continue
             time.sleep(0.2)  # let an editor finish writing (some write twice)
             seen = snapshot(lab, args.impl)
-            # A file only touched (by the grader, or saved unchanged) is no change.
+            # A file saved unchanged (its time moved, not its bytes) is no change.
             if stamps.digest(stamps.sources(lab, args.impl)) != graded:
                 graded = show(lab, build, options, args.impl, args.verbose)
                 seen = {}
