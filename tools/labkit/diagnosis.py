@@ -1,0 +1,256 @@
+"""Diagnosis from the catalogue: which failing test to show first, and which step the bug most
+likely lives in. Python 3 standard library only.
+
+The mutant catalogue is a record of known bugs: for each one, the graded tests it fails
+(tools/tests/mutants/first_shown.json, written by `tools/lab check --record` /
+test_first_shown.py --record) and the TODO step its diff changes (tools/tests/mutants/steps.json,
+derived from the diffs by `python3 tools/tests/test_diagnosis.py --steps`). From it:
+
+- a test's *specificity*: how few of the lab's mutants fail it. A test that catches one known bug
+  says more than one that catches twenty;
+- the *closest known bugs*: the mutants whose set of failing tests is most like the student's,
+  by a Jaccard similarity in which each test weighs by its specificity (log(N / n_t));
+- the *step*: the one whose mutants match best. The first test shown is then the most specific
+  of the student's failing tests that those mutants also fail.
+
+A sanitizer's report and an emulator error name a line and keep their place in front (they are
+read, not matched). Every other case with no match clear enough (too little overlap, or two
+steps tied) falls back to grading.first_to_fix's order, and names no step."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from labkit import hints
+from labkit.labs import Lab
+from labkit.paths import ROOT
+
+RECORD = Path("tools") / "tests" / "mutants" / "first_shown.json"
+STEPS = Path("tools") / "tests" / "mutants" / "steps.json"
+# Below this weighted similarity a known bug is no evidence: its failing set shares too little
+# with the student's. (Tuned on the catalogue left one out and the hand-planted bugs of
+# tools/tests/mutants/hand_bugs; see test_diagnosis.py.)
+MIN_SIMILARITY = 0.25
+# The failures that are read rather than matched: they name the line.
+READ_FIRST = ("sanitizer report", "emulator error")
+FAILING = ("failed", "crashed", "timed out")
+
+
+@dataclass
+class Known:
+    key: str            # "06-cuda-split-kv/reduce_without_rescale"
+    step: str           # its hint step id, "" when unknown
+    failing: frozenset  # Suite.Test keys
+    caught_by: tuple = ()   # the tests its Caught by: line names (meant to catch it)
+
+
+@dataclass
+class Catalogue:
+    """A lab's known bugs, and how many of them fail each test."""
+    known: list[Known] = field(default_factory=list)
+
+    def catches(self, test: str) -> int:
+        return sum(test in k.failing for k in self.known)
+
+    def weight(self, test: str) -> float:
+        """log(N / n_t): high for a test few known bugs fail; a test none fails weighs like
+        one that one bug fails (its evidence is unknown, not nil)."""
+        n = max(len(self.known), 1)
+        return math.log((n + 1) / (max(self.catches(test), 1)))
+
+    def without(self, key: str) -> "Catalogue":
+        return Catalogue([k for k in self.known if k.key != key])
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def failing_of(entry) -> frozenset:
+    """The failing tests of one record entry, in either form the record has had: a list of
+    {"test", "status", "detail"} objects, or one line "Suite.Test Suite.Test2 ..." / a list of
+    names (one line per mutant)."""
+    if isinstance(entry, str):
+        return frozenset(entry.split())
+    if isinstance(entry, dict):   # {"failing": [...], ...}
+        return failing_of(entry.get("failing", entry.get("tests", [])))
+    out = set()
+    for e in entry or []:
+        if isinstance(e, str):
+            out.add(e)
+        elif e.get("status") not in ("passed", "skipped", None):
+            out.add(e["test"])
+    return frozenset(out)
+
+
+_CACHE: dict[tuple[str, str], Catalogue] = {}
+
+
+def catalogue(lab: Lab, root: Path = ROOT) -> Catalogue:
+    """The lab's recorded known bugs (empty when the tree has no record)."""
+    cache_key = (str(root), lab.room)
+    if cache_key not in _CACHE:
+        record = _read_json(root / RECORD)
+        steps = _read_json(root / STEPS)
+        known = [Known(key, steps.get(key, {}).get("step", ""), failing_of(entry),
+                       tuple(steps.get(key, {}).get("caught_by", ())))
+                 for key, entry in sorted(record.items()) if key.split("/")[0] == lab.room]
+        _CACHE[cache_key] = Catalogue([k for k in known if k.failing])
+    return _CACHE[cache_key]
+
+
+def similarity(cat: Catalogue, a: frozenset, b: frozenset) -> float:
+    """Jaccard similarity of two sets of failing tests, each test weighted by its specificity."""
+    union = a | b
+    if not union:
+        return 0.0
+    total = sum(cat.weight(t) for t in union)
+    return sum(cat.weight(t) for t in a & b) / total if total else 0.0
+
+
+@dataclass
+class Diagnosis:
+    first: object                 # the test to show first (anything with .key/.status/.detail)
+    step: hints.Step | None       # where the closest known bugs live; None: no clear match
+    score: float = 0.0            # the best match's similarity
+    closest: list[str] = field(default_factory=list)   # the best-matching known bugs
+
+
+def rank_steps(cat: Catalogue, failing: frozenset) -> list[tuple[float, float, str, list[str]]]:
+    """(best similarity, summed similarity, step, its matching bugs) per step, best first."""
+    by_step: dict[str, list[tuple[float, str]]] = {}
+    for k in cat.known:
+        if not k.step:
+            continue
+        by_step.setdefault(k.step, []).append((similarity(cat, failing, k.failing), k.key))
+    ranked = []
+    for step, scores in by_step.items():
+        scores.sort(reverse=True)
+        ranked.append((scores[0][0], sum(s for s, _ in scores), step,
+                       [key for s, key in scores if s == scores[0][0]]))
+    ranked.sort(key=lambda r: (-r[0], -r[1], r[2]))
+    return ranked
+
+
+def diagnose(tests: list, table: dict, lab: Lab, cat: Catalogue | None = None,
+             root: Path = ROOT) -> Diagnosis | None:
+    """The test to show first and the step to name, for a lab's graded results (None when every
+    test passes). `cat` defaults to the lab's recorded catalogue."""
+    from labkit import grading
+    failing_tests = [t for t in tests if t.status not in ("passed", "skipped")]
+    if not failing_tests:
+        return None
+    fallback = grading.first_to_fix(tests, table)
+    if grading.failure_kind(fallback.status, fallback.detail) in READ_FIRST:
+        return Diagnosis(fallback, None)
+    cat = catalogue(lab, root) if cat is None else cat
+    failing = frozenset(t.key for t in failing_tests if t.status in FAILING)
+    if not failing or not cat.known:
+        return Diagnosis(fallback, None)
+    ranked = rank_steps(cat, failing)
+    if not ranked or ranked[0][0] < MIN_SIMILARITY:
+        return Diagnosis(fallback, None, ranked[0][0] if ranked else 0.0)
+    if len(ranked) > 1 and ranked[1][:2] == ranked[0][:2]:
+        return Diagnosis(fallback, None, ranked[0][0])   # two steps tied: no evidence either way
+    best, _, step_id, closest = ranked[0]
+    steps = hints.load(lab, root)
+    step = next((s for s in steps if s.id == step_id), None)
+    # Lead with the failing test the catalogue means for bugs of that step: the one most often
+    # named in the Caught by: lines of the step's known bugs, then one whose hint points at the
+    # step's section, then the most specific (fewest known bugs fail it), then today's order.
+    step_bugs = [k for k in cat.known if k.step == step_id]
+    meant = {}
+    for k in step_bugs:
+        for key in k.caught_by:
+            meant[key] = meant.get(key, 0) + 1
+    order = {key: i for i, key in enumerate(table)}
+    section = step.section if step else ""
+
+    def lead(t):
+        n = cat.catches(t.key)
+        row = table.get(t.key)
+        return (t.status not in FAILING, -meant.get(t.key, 0),
+                not (row is not None and row.section == section),
+                n if n else len(cat.known) + 1, order.get(t.key, len(order)), t.key)
+
+    first = min(failing_tests, key=lead)
+    return Diagnosis(first, step, best, closest)
+
+
+def step_line(d: Diagnosis, titles: dict[str, str]) -> str:
+    """"Failures like these usually come from TODO 5 of … (…): § …"."""
+    if d is None or d.step is None:
+        return ""
+    s = d.step
+    return (f"Failures like these usually come from {s.name()} ({s.title}): "
+            f"§ {titles.get(s.section, s.section)}")
+
+
+def crash_line(tests: list, lab: Lab) -> str:
+    """A note when tests crash: a write past a buffer corrupts the heap and brings down tests
+    far from the bug; the sanitizers name the line."""
+    crashed = [t for t in tests if t.status == "crashed"]
+    if not crashed:
+        return ""
+    return (f"{len(crashed)} test{'s' if len(crashed) > 1 else ''} crashed: a read or write "
+            f"outside a buffer often does that far from the bug. tools/lab grade {lab.number} "
+            "--asan names the line.")
+
+
+def first_message(g, root: Path = ROOT) -> tuple[object, list[str]]:
+    """For a graded lab (grading.LabGrade): the test to show first and the lines that follow its
+    hint (the step the closest known bugs live in; a note on crashes)."""
+    from labkit import grading
+    d = diagnose(g.tests, g.table, g.lab, root=root)
+    if d is None:
+        return None, []
+    readme = (g.lab.folder(root) / "README.md").read_text(encoding="utf-8")
+    titles = grading.section_titles(readme)
+    lines = [x for x in (step_line(d, titles), "" if d.first.status == "crashed" else
+                         crash_line(g.tests, g.lab)) if x]
+    if d.step is not None:
+        lines.append(f"More on that step: tools/lab hint {g.lab.number} {d.step.id}")
+    return d.first, lines
+
+
+# ---- where each known bug lives --------------------------------------------------------------
+
+def changed_lines(diff_lines: list[str]) -> list[int]:
+    """The 1-based lines of the old file that a unified diff removes, or, for a hunk that only
+    adds, the line it adds before."""
+    from labkit import patches
+    diff = patches.parse(diff_lines)
+    out = []
+    for h in diff.hunks:
+        line = h.old_start
+        for text in h.lines:
+            if text[0] == "-":
+                out.append(line)
+            elif text[0] == "+":
+                out.append(line)
+            if text[0] in " -":
+                line += 1
+    return out
+
+
+def step_of_diff(lab: Lab, diff_lines: list[str], solution: str, chapter: str = "",
+                 root: Path = ROOT) -> str:
+    """The hint step that owns a diff of solution.cpp: the step of the first changed line inside
+    a marked step (a change to a kernel's parameter list says less than one to its body), else
+    of the first changed line inside a /// [region], else the first step whose § is the
+    mutant's Chapter: section (a helper outside every region). "" when none."""
+    steps = hints.load(lab, root)
+    lines = solution.splitlines()
+    places = [hints.place_of_line(lines, n) for n in changed_lines(diff_lines)]
+    for want_mark in (True, False):
+        for region, mark in places:
+            if region and (mark or not want_mark):
+                step = hints.step_for(steps, region, mark)
+                if step is not None:
+                    return step.id
+    return next((s.id for s in steps if s.section == chapter), "")

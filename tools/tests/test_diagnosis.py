@@ -1,0 +1,228 @@
+"""The diagnosis from the catalogue (labkit/diagnosis.py), on recorded data: no build needed.
+
+- Every catalogue mutant's recorded failing set leads to its own step (the rule reads the record).
+- Left one out: for each mutant of labs 04-07, the rule built from the *other* mutants still
+  names its step for most (a student's bug is rarely exactly one of the catalogue).
+- Hand-planted bugs that are NOT in the catalogue (tools/tests/mutants/hand_bugs/: one patch each,
+  as a student would make the mistake, and hand_bugs.json: the step that holds it and the tests it
+  failed when graded): over the catalogue mutants of labs 04-07 and these, the first message names
+  the step that holds the bug in at least 90 % of cases.
+- steps.json (each mutant's step, from where its diff lands in solution.cpp) is up to date.
+
+Record again after a change to the tests or the catalogue:
+
+    python3 tools/tests/test_diagnosis.py --steps            # steps.json, from the diffs
+    python3 tools/tests/test_diagnosis.py --hand-bugs [NN]   # build, grade, record the hand bugs
+
+Run: python3 -m unittest discover -s tools/tests"""
+from __future__ import annotations
+
+import json
+import sys
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from labkit import diagnosis, grading, hints, labs, mutants, testrun  # noqa: E402
+from labkit.paths import ROOT  # noqa: E402
+
+HERE = Path(__file__).resolve().parent / "mutants"
+STEPS = HERE / "steps.json"
+HAND = HERE / "hand_bugs"
+HAND_RECORD = HAND / "hand_bugs.json"
+MEASURED = ("04", "05", "06", "07")
+TARGET = 0.90          # the issue's bar: the first message names the bug's step
+LEAVE_ONE_OUT = 0.60   # a bug the catalogue does not hold, simulated: most still named
+
+
+class Failing:
+    """A recorded failing test, as grading's rules read one."""
+
+    def __init__(self, key: str, status: str = "failed", detail: str = ""):
+        self.key, self.status, self.detail, self.name = key, status, detail, key
+
+
+def recorded_failures(entry) -> list[Failing]:
+    if isinstance(entry, list) and entry and isinstance(entry[0], dict):
+        return [Failing(e["test"], e["status"], e["detail"]) for e in entry]
+    return [Failing(k) for k in sorted(diagnosis.failing_of(entry))]
+
+
+def mutant_steps() -> dict[str, str]:
+    """Each catalogue mutant's step, from its diff."""
+    out = {}
+    for m in mutants.catalogue(labs.labs()):
+        _, diff, _ = mutants.split(m.path.read_text(encoding="utf-8"))
+        solution = mutants.solution_path(m.lab).read_text(encoding="utf-8")
+        out[f"{m.lab.room}/{m.stem}"] = {
+            "step": diagnosis.step_of_diff(m.lab, diff, solution, m.chapter),
+            "caught_by": m.caught_by}
+    return out
+
+
+def hand_bugs(lab: labs.Lab) -> list[mutants.Mutant]:
+    return [mutants.read_mutant(lab, p) for p in sorted((HAND / lab.room).glob("*.patch"))]
+
+
+def record_hand_bugs(numbers: list[str]) -> None:
+    """Builds each hand bug like a mutant (in build/hand-bugs, at grade's -O1), runs the graded
+    tests, and records its failing tests and its step; keeps other labs' entries."""
+    from labkit import build as cmake
+    from labkit.paths import build_dir
+    picked = labs.pick(numbers or list(MEASURED))
+    found = [m for lab in picked for m in hand_bugs(lab)]
+    for m in found:
+        if m.source is None:
+            sys.exit(f"hand bug {m.lab.room}/{m.stem}: {'; '.join(m.problems)}")
+    build = build_dir("hand-bugs")
+    sources = build / "sources"
+    with cmake.lock(build, "test_diagnosis --hand-bugs"):
+        mutants.write_sources(found, sources)
+        cmake.configure(build, {"LAB_IMPL": "solution", "PA_MUTANTS": "ON",
+                                "PA_MUTANT_SOURCES": str(sources), "PA_CUDA": "OFF",
+                                "PA_BENCHMARKS": "OFF",
+                                "CMAKE_CXX_FLAGS_RELEASE": grading.FAST_FLAGS})
+        mutants.run(found, build)
+    kept = json.loads(HAND_RECORD.read_text()) if HAND_RECORD.exists() else {}
+    steps = {s.id for lab in picked for s in hints.load(lab)}
+    for m in found:
+        key = f"{m.lab.room}/{m.stem}"
+        _, diff, _ = mutants.split(m.path.read_text(encoding="utf-8"))
+        solution = mutants.solution_path(m.lab).read_text(encoding="utf-8")
+        step = diagnosis.step_of_diff(m.lab, diff, solution, m.chapter)
+        assert step in steps, f"{key}: no step"
+        kept[key] = {"step": step, "bug": m.bug, "failing": [
+            {"test": testrun.test_key(n), "status": r.status, "detail": r.detail[:160]}
+            for n, r in sorted(m.results.items()) if r.status not in ("passed", "skipped")]}
+        print(f"{key}: {step}, {len(kept[key]['failing'])} failing")
+    HAND_RECORD.write_text(json.dumps(kept, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def first_message(lab: labs.Lab, failing: list[Failing], cat=None):
+    """(the test shown first, the step named or None) for one graded result."""
+    d = diagnosis.diagnose(failing, grading.read_table(lab), lab, cat)
+    return (d.first.key if d else None), (d.step.id if d and d.step else None)
+
+
+def measure(with_catalogue: bool = True, leave_one_out: bool = False):
+    """[(key, owning step, test shown first, step named)] over the measured labs."""
+    record = json.loads((ROOT / diagnosis.RECORD).read_text())
+    owners = {k: v["step"] for k, v in json.loads(STEPS.read_text()).items()}
+    rows = []
+    for lab in labs.pick(list(MEASURED)):
+        cat = diagnosis.catalogue(lab)
+        if with_catalogue:
+            for key in sorted(k for k in record if k.startswith(lab.room + "/")):
+                use = cat.without(key) if leave_one_out else cat
+                shown, named = first_message(lab, recorded_failures(record[key]), use)
+                rows.append((key, owners.get(key, ""), shown, named))
+        hand = json.loads(HAND_RECORD.read_text()) if HAND_RECORD.exists() else {}
+        if not leave_one_out:
+            for key in sorted(k for k in hand if k.startswith(lab.room + "/")):
+                failing = recorded_failures(hand[key]["failing"])
+                shown, named = first_message(lab, failing, cat) if failing else (None, None)
+                rows.append((key, hand[key]["step"], shown, named))
+    return rows
+
+
+def rate(rows) -> float:
+    return sum(owner == named for _, owner, _, named in rows) / max(len(rows), 1)
+
+
+@unittest.skipUnless(labs.has_solutions(), "a student release has no mutants")
+class Diagnosis(unittest.TestCase):
+    def test_steps_record_is_up_to_date(self):
+        self.assertEqual(json.loads(STEPS.read_text()), mutant_steps(),
+                         "steps.json is stale: python3 tools/tests/test_diagnosis.py --steps")
+
+    def test_every_mutant_has_a_step(self):
+        for key, entry in json.loads(STEPS.read_text()).items():
+            self.assertTrue(entry["step"], f"{key}: its diff lands in no step of hints.json")
+
+    def test_catalogue_mutants_name_their_own_step(self):
+        rows = measure()
+        missed = [r for r in rows if r[0] in json.loads(STEPS.read_text()) and r[1] != r[3]]
+        self.assertLessEqual(len(missed), 2, "\n".join(map(str, missed)))
+
+    def test_left_one_out(self):
+        rows = measure(leave_one_out=True)
+        self.assertGreaterEqual(len(rows), 40)
+        self.assertGreaterEqual(rate(rows), LEAVE_ONE_OUT,
+                                "\n".join(str(r) for r in rows if r[1] != r[3]))
+
+    def test_hand_bugs_and_catalogue_reach_the_target(self):
+        hand = json.loads(HAND_RECORD.read_text())
+        self.assertGreaterEqual(len(hand), 20, "at least 20 hand-planted bugs")
+        catalogue_keys = set(json.loads(STEPS.read_text()))
+        self.assertFalse(catalogue_keys & set(hand), "a hand bug must not be in the catalogue")
+        for key in hand:   # not a copy of a catalogue mutant under another name
+            lab_room, stem = key.split("/")
+            self.assertFalse((ROOT / "solutions" / lab_room / "mutants" / f"{stem}.patch").exists())
+        rows = measure()
+        misses = "\n".join(str(r) for r in rows if r[1] != r[3])
+        self.assertGreaterEqual(rate(rows), TARGET, misses)
+
+    def test_a_clear_match_leads_with_a_test_the_match_fails(self):
+        lab = labs.pick(["06"])[0]
+        record = json.loads((ROOT / diagnosis.RECORD).read_text())
+        for key in (k for k in record if k.startswith(lab.room + "/")):
+            failing = recorded_failures(record[key])
+            d = diagnosis.diagnose(failing, grading.read_table(lab), lab)
+            if d.step is not None:
+                self.assertIn(d.first.key, {f.key for f in failing})
+
+
+class Rule(unittest.TestCase):
+    """The rule on made-up data: specificity, ties and no match fall back."""
+
+    def setUp(self):
+        self.lab = labs.pick(["06"])[0]
+        K = diagnosis.Known
+        self.cat = diagnosis.Catalogue([
+            K("x/a", "attention.1", frozenset({"S.Wide", "S.NarrowA"})),
+            K("x/b", "reduce.3", frozenset({"S.Wide", "S.NarrowB"})),
+            K("x/c", "reduce.3", frozenset({"S.Wide", "S.NarrowB", "S.Other"})),
+        ])
+        self.table = {k: grading.Row(k, 1, "", "", "") for k in
+                      ("S.Wide", "S.NarrowA", "S.NarrowB", "S.Other")}
+
+    def test_the_most_specific_failing_test_leads(self):
+        d = diagnosis.diagnose([Failing("S.Wide"), Failing("S.NarrowA")], self.table, self.lab,
+                               self.cat)
+        self.assertEqual((d.first.key, d.step.id), ("S.NarrowA", "attention.1"))
+
+    def test_no_match_falls_back_to_the_table_order(self):
+        d = diagnosis.diagnose([Failing("S.Unknown")], self.table, self.lab, self.cat)
+        self.assertIsNone(d.step)
+        self.assertEqual(d.first.key, "S.Unknown")
+
+    def test_a_tie_names_no_step(self):
+        cat = diagnosis.Catalogue([
+            diagnosis.Known("x/a", "attention.1", frozenset({"S.Wide"})),
+            diagnosis.Known("x/b", "reduce.3", frozenset({"S.Wide"}))])
+        d = diagnosis.diagnose([Failing("S.Wide")], self.table, self.lab, cat)
+        self.assertIsNone(d.step)
+
+    def test_a_sanitizer_report_keeps_its_place(self):
+        d = diagnosis.diagnose([Failing("S.NarrowA"), Failing("S.Wide", "heap-buffer-overflow")],
+                               self.table, self.lab, self.cat)
+        self.assertEqual(d.first.key, "S.Wide")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--steps"]:
+        STEPS.write_text(json.dumps(mutant_steps(), sort_keys=True).replace("}, ", "},\n ")
+                         + "\n")
+        print(f"{STEPS}: written")
+    elif sys.argv[1:2] == ["--hand-bugs"]:
+        record_hand_bugs(sys.argv[2:])
+    elif sys.argv[1:2] == ["--report"]:
+        for name, rows in (("catalogue + hand bugs", measure()),
+                           ("catalogue left one out", measure(leave_one_out=True))):
+            print(f"== {name}: {rate(rows):.0%} of {len(rows)}")
+            for key, owner, shown, named in rows:
+                print(f"  {'ok  ' if owner == named else 'MISS'} {key:<60} {owner:<14} "
+                      f"named {named}, shown first {shown}")
+    else:
+        unittest.main()
