@@ -3,7 +3,7 @@
 
 The mutants' test results are recorded in tools/tests/mutants/first_shown.json (the failing tests
 of each mutant, with the status and detail tools/lab reads from their output), so this runs in
-a second without building 45 mutants; the rule (grading.first_to_fix), the chapters' tables and
+a second without building 45 mutants; the rule (diagnosis.diagnose), the chapters' tables and
 the Caught by lines are the live ones. `tools/lab mutants` and `tools/lab check` make the same
 check on freshly built mutants. After a change to a lab's tests, record again:
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from labkit import grading, labs, mutants, testrun  # noqa: E402
+from labkit import diagnosis, grading, labs, mutants, testrun  # noqa: E402
 
 RECORD = Path(__file__).resolve().parent / "mutants" / "first_shown.json"
 
@@ -58,8 +58,8 @@ class FirstShown(unittest.TestCase):
                           "again (see this file's docstring)")
             m = catalogue[key]
             with self.subTest(key):
-                shown = grading.first_to_fix([Failing(e) for e in failing],
-                                             grading.read_table(m.lab))
+                shown = diagnosis.diagnose([Failing(e) for e in failing],
+                                           grading.read_table(m.lab), m.lab).first
                 self.assertIsNotNone(shown, f"{key}: recorded with no failing test")
                 self.assertIn(shown.key, m.caught_by,
                               f"{key}: watch shows {shown.key} first "
