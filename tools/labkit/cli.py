@@ -18,7 +18,8 @@ Instructors (need solutions/)
   mutants [NN ...]                        build each mutant and show which tests kill it
   mutants --new NN STEM, --save NN STEM   write a new mutant in a scratch copy of the solution,
                                           then save it as solutions/NN-*/mutants/STEM.patch
-  check                                   starters fail, solutions pass, mutants die: one matrix
+  check [--record]                        starters fail, solutions pass, mutants die: one matrix
+                                          (--record: each mutant's failing tests, for the unit tests)
   release OUTDIR                          write the student edition and verify it
   autograder OUTDIR                       write a Gradescope autograder bundle
 
@@ -36,7 +37,7 @@ import time
 from pathlib import Path
 
 from labkit import build as cmake
-from labkit import grading, system
+from labkit import grading, reports, system
 from labkit.labs import pick, require_solutions
 from labkit.paths import ROOT, build_dir, shown
 
@@ -105,14 +106,14 @@ def cmd_grade(args) -> int:
     seconds = time.monotonic() - progress.start
     print()
     if args.json:
-        Path(args.json).write_text(json.dumps(grading.gradescope(grades, seconds), indent=2) + "\n")
+        Path(args.json).write_text(json.dumps(reports.gradescope(grades, seconds), indent=2) + "\n")
         print(f"Gradescope results: {args.json}")
     if args.junit:
-        grading.junit(grades).write(args.junit, encoding="utf-8", xml_declaration=True)
+        reports.junit(grades).write(args.junit, encoding="utf-8", xml_declaration=True)
         print(f"JUnit XML: {args.junit}")
     if args.json or args.junit:
         print()
-    grading.print_table(grades, build, verbose=args.verbose)
+    reports.print_table(grades, build, verbose=args.verbose)
     return 0 if grading.complete(grades) else 1
 
 
@@ -253,6 +254,9 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_mutants)
 
     p = sub.add_parser("check", help="starters fail, solutions pass, mutants die (instructors)")
+    p.add_argument("--record", action="store_true",
+                   help="also write each mutant's failing tests to tools/tests/mutants/"
+                        "first_shown.json (after a change to a lab's tests or its table)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("release", help="write the student edition to OUTDIR and verify it")

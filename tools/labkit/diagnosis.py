@@ -2,9 +2,9 @@
 likely lives in. Python 3 standard library only.
 
 The mutant catalogue is a record of known bugs: for each one, the graded tests it fails
-(tools/tests/mutants/first_shown.json, written by `tools/lab check --record` /
-test_first_shown.py --record) and the TODO step its diff changes (tools/tests/mutants/steps.json,
-derived from the diffs by `python3 tools/tests/test_diagnosis.py --steps`). From it:
+(tools/tests/mutants/first_shown.json) and the TODO step its diff changes, with its Caught by:
+line (tools/tests/mutants/steps.json, derived from the diffs); `tools/lab check --record` writes
+both. From it:
 
 - a test's *specificity*: how few of the lab's mutants fail it. A test that catches one known bug
   says more than one that catches twenty;
@@ -43,7 +43,8 @@ SAME_BUG = 0.95
 MIN_EVIDENCE = 0.05
 # The failures that are read rather than matched: they name the line.
 READ_FIRST = ("sanitizer report", "emulator error")
-FAILING = ("failed", "crashed", "timed out")
+# Failures that say nothing about the bug: the student has not written that part yet.
+UNMATCHED = ("not implemented", "did not build")
 
 
 @dataclass
@@ -80,13 +81,15 @@ def _read_json(path: Path):
 
 
 def failing_of(entry) -> frozenset:
-    """The failing tests of one record entry, in either form the record has had: a list of
-    {"test", "status", "detail"} objects, or one line "Suite.Test Suite.Test2 ..." / a list of
-    names (one line per mutant)."""
+    """The failing tests of one record entry, in any form the record has had: {"failing":
+    {Suite.Test: kind}} (one line per mutant, labkit/mutants.py), a {Suite.Test: kind} object, a
+    list of {"test", "status", "detail"} objects, or a list of names."""
     if isinstance(entry, str):
         return frozenset(entry.split())
-    if isinstance(entry, dict):   # {"failing": [...], ...}
-        return failing_of(entry.get("failing", entry.get("tests", [])))
+    if isinstance(entry, dict):
+        if "failing" in entry:
+            return failing_of(entry["failing"])
+        return frozenset(k for k, kind in entry.items() if kind not in ("passed", "skipped"))
     out = set()
     for e in entry or []:
         if isinstance(e, str):
@@ -172,19 +175,44 @@ def rank_steps(cat: Catalogue, failing: frozenset, steps: list[hints.Step] | Non
     return ranked
 
 
+def kind_of_result(t) -> str:
+    """A graded or live result's kind (grading.KINDS; "passed", "skipped")."""
+    from labkit import grading
+    return getattr(t, "kind", None) or grading.failure_kind(t.status, t.detail)
+
+
+class Recorded:
+    """A recorded failing test (the record keeps its Suite.Test key and its kind)."""
+
+    def __init__(self, key: str, kind: str):
+        self.key = self.name = key
+        self.kind = kind
+
+
+def recorded_tests(failing) -> list[Recorded]:
+    """The failing tests of one record entry ({Suite.Test: kind}, or a list of names)."""
+    if isinstance(failing, dict) and "failing" in failing:
+        failing = failing["failing"]
+    if isinstance(failing, dict):
+        return [Recorded(k, v) for k, v in sorted(failing.items())]
+    return [Recorded(k, "wrong value") for k in sorted(failing_of(failing))]
+
+
 def diagnose(tests: list, table: dict, lab: Lab, cat: Catalogue | None = None,
              root: Path = ROOT) -> Diagnosis | None:
-    """The test to show first and the step to name, for a lab's graded results (None when every
-    test passes). `cat` defaults to the lab's recorded catalogue."""
+    """The test to show first and the step to name, for a lab's graded results (anything with
+    .key and .status/.detail, or .kind; None when every test passes). `cat` defaults to the
+    lab's recorded catalogue."""
     from labkit import grading
-    failing_tests = [t for t in tests if t.status not in ("passed", "skipped")]
+    kinds = {id(t): kind_of_result(t) for t in tests}
+    failing_tests = [t for t in tests if kinds[id(t)] not in ("passed", "skipped")]
     if not failing_tests:
         return None
-    fallback = grading.first_to_fix(tests, table)
-    if grading.failure_kind(fallback.status, fallback.detail) in READ_FIRST:
+    fallback = grading.first_to_fix(tests, table, kind_of=lambda t: kinds[id(t)])
+    if kinds[id(fallback)] in READ_FIRST:
         return Diagnosis(fallback, None)
     cat = catalogue(lab, root) if cat is None else cat
-    failing = frozenset(t.key for t in failing_tests if t.status in FAILING)
+    failing = frozenset(t.key for t in failing_tests if kinds[id(t)] not in UNMATCHED)
     if not failing or not cat.known:
         return Diagnosis(fallback, None)
     steps = hints.load(lab, root)
@@ -199,10 +227,10 @@ def diagnose(tests: list, table: dict, lab: Lab, cat: Catalogue | None = None,
     best, _, step_id, closest = nearest if match >= SAME_BUG else ranked[0]
     step = next((s for s in steps if s.id == step_id), None)
     # Lead with the failing test the catalogue means for bugs of that step: the one most often
-    # named in the Caught by: lines of the step's known bugs, then one whose hint points at the
-    # step's section, then the most specific (fewest known bugs fail it), then today's order.
-    # (The closest known bugs' own Caught by: lines count most: for a bug of the catalogue,
-    # that is the test its author meant.)
+    # named in the Caught by: lines of the step's known bugs (the closest known bugs' own lines
+    # count most: for a bug of the catalogue, that is the test its author meant), then one whose
+    # hint points at the step's section, then the most specific (fewest known bugs fail it),
+    # then today's order.
     meant: dict[str, float] = {}
     for k in cat.known:
         weight = (len(cat.known) if match >= SAME_BUG and k.key in closest else 0) + (k.step == step_id)
@@ -214,7 +242,7 @@ def diagnose(tests: list, table: dict, lab: Lab, cat: Catalogue | None = None,
     def lead(t):
         n = cat.catches(t.key)
         row = table.get(t.key)
-        return (t.status not in FAILING, -meant.get(t.key, 0),
+        return (kinds[id(t)] in UNMATCHED, -meant.get(t.key, 0),
                 not (row is not None and row.section == section),
                 n if n else len(cat.known) + 1, order.get(t.key, len(order)), t.key)
 
@@ -234,7 +262,7 @@ def step_line(d: Diagnosis, titles: dict[str, str]) -> str:
 def crash_line(tests: list, lab: Lab) -> str:
     """A note when tests crash: a write past a buffer corrupts the heap and brings down tests
     far from the bug; the sanitizers name the line."""
-    crashed = [t for t in tests if t.status == "crashed"]
+    crashed = [t for t in tests if kind_of_result(t) == "crashed"]
     if not crashed:
         return ""
     return (f"{len(crashed)} test{'s' if len(crashed) > 1 else ''} crashed: a read or write "
@@ -251,7 +279,7 @@ def first_message(g, root: Path = ROOT) -> tuple[object, list[str]]:
         return None, []
     readme = (g.lab.folder(root) / "README.md").read_text(encoding="utf-8")
     titles = grading.section_titles(readme)
-    lines = [x for x in (step_line(d, titles), "" if d.first.status == "crashed" else
+    lines = [x for x in (step_line(d, titles), "" if kind_of_result(d.first) == "crashed" else
                          crash_line(g.tests, g.lab)) if x]
     if d.step is not None:
         lines.append(f"More on that step: tools/lab hint {g.lab.number} {d.step.id}")
@@ -294,3 +322,26 @@ def step_of_diff(lab: Lab, diff_lines: list[str], solution: str, chapter: str = 
                 if step is not None:
                     return step.id
     return next((s.id for s in steps if s.section == chapter), "")
+
+
+def mutant_steps(found: list, root: Path = ROOT) -> dict[str, dict]:
+    """NN-name/stem -> {"step", "caught_by"} of each catalogue mutant in `found`."""
+    from labkit import mutants
+    out = {}
+    for m in found:
+        _, diff, _ = mutants.split(m.path.read_text(encoding="utf-8"))
+        solution = mutants.solution_path(m.lab, root).read_text(encoding="utf-8")
+        out[f"{m.lab.room}/{m.stem}"] = {
+            "step": step_of_diff(m.lab, diff, solution, m.chapter, root),
+            "caught_by": m.caught_by}
+    return out
+
+
+def write_steps(found: list, root: Path = ROOT) -> int:
+    """Writes STEPS (one line per mutant) for the mutants in `found`, keeping the others'."""
+    path = root / STEPS
+    kept = _read_json(path)
+    kept.update(mutant_steps(found, root))
+    lines = [f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in sorted(kept.items())]
+    path.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
+    return len(lines)

@@ -11,7 +11,8 @@
 
 Record again after a change to the tests or the catalogue:
 
-    python3 tools/tests/test_diagnosis.py --steps            # steps.json, from the diffs
+    tools/lab check --record                                 # first_shown.json and steps.json
+    python3 tools/tests/test_diagnosis.py --steps            # steps.json alone, from the diffs
     python3 tools/tests/test_diagnosis.py --hand-bugs [NN]   # build, grade, record the hand bugs
 
 Run: python3 -m unittest discover -s tools/tests"""
@@ -24,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from labkit import diagnosis, grading, hints, labs, mutants, testrun  # noqa: E402
+from labkit import diagnosis, grading, hints, labs, mutants  # noqa: E402
 from labkit.paths import ROOT  # noqa: E402
 
 HERE = Path(__file__).resolve().parent / "mutants"
@@ -42,29 +43,16 @@ HAND_TARGET = 0.45
 LEAVE_ONE_OUT = 0.45   # a bug the catalogue does not hold, simulated
 
 
-class Failing:
-    """A recorded failing test, as grading's rules read one."""
-
-    def __init__(self, key: str, status: str = "failed", detail: str = ""):
-        self.key, self.status, self.detail, self.name = key, status, detail, key
+Failing = diagnosis.Recorded   # a recorded failing test: its Suite.Test key and its kind
 
 
-def recorded_failures(entry) -> list[Failing]:
-    if isinstance(entry, list) and entry and isinstance(entry[0], dict):
-        return [Failing(e["test"], e["status"], e["detail"]) for e in entry]
-    return [Failing(k) for k in sorted(diagnosis.failing_of(entry))]
+def recorded_failures(entry) -> list:
+    return diagnosis.recorded_tests(entry)
 
 
-def mutant_steps() -> dict[str, str]:
-    """Each catalogue mutant's step, from its diff."""
-    out = {}
-    for m in mutants.catalogue(labs.labs()):
-        _, diff, _ = mutants.split(m.path.read_text(encoding="utf-8"))
-        solution = mutants.solution_path(m.lab).read_text(encoding="utf-8")
-        out[f"{m.lab.room}/{m.stem}"] = {
-            "step": diagnosis.step_of_diff(m.lab, diff, solution, m.chapter),
-            "caught_by": m.caught_by}
-    return out
+def mutant_steps() -> dict[str, dict]:
+    """Each catalogue mutant's step and Caught by, from its diff."""
+    return diagnosis.mutant_steps(mutants.catalogue(labs.labs()))
 
 
 def hand_bugs(lab: labs.Lab) -> list[mutants.Mutant]:
@@ -98,11 +86,10 @@ def record_hand_bugs(numbers: list[str]) -> None:
         solution = mutants.solution_path(m.lab).read_text(encoding="utf-8")
         step = diagnosis.step_of_diff(m.lab, diff, solution, m.chapter)
         assert step in steps, f"{key}: no step"
-        kept[key] = {"step": step, "bug": m.bug, "failing": [
-            {"test": testrun.test_key(n), "status": r.status, "detail": r.detail[:160]}
-            for n, r in sorted(m.results.items()) if r.status not in ("passed", "skipped")]}
+        kept[key] = {"step": step, "bug": m.bug, "failing": mutants.failing_kinds(m)}
         print(f"{key}: {step}, {len(kept[key]['failing'])} failing")
-    HAND_RECORD.write_text(json.dumps(kept, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    lines = [f"{json.dumps(k)}: {json.dumps(e, ensure_ascii=False)}" for k, e in sorted(kept.items())]
+    HAND_RECORD.write_text("{\n" + ",\n".join(lines) + "\n}\n")   # one line per bug
 
 
 def first_message(lab: labs.Lab, failing: list[Failing], cat=None):
@@ -113,7 +100,7 @@ def first_message(lab: labs.Lab, failing: list[Failing], cat=None):
 
 def measure(with_catalogue: bool = True, leave_one_out: bool = False):
     """[(key, owning step, test shown first, step named)] over the measured labs."""
-    record = json.loads((ROOT / diagnosis.RECORD).read_text())
+    record = mutants.read_record()
     owners = {k: v["step"] for k, v in json.loads(STEPS.read_text()).items()}
     rows = []
     for lab in labs.pick(list(MEASURED)):
@@ -180,7 +167,7 @@ class Diagnosis(unittest.TestCase):
 
     def test_a_clear_match_leads_with_a_test_the_match_fails(self):
         lab = labs.pick(["06"])[0]
-        record = json.loads((ROOT / diagnosis.RECORD).read_text())
+        record = mutants.read_record()
         for key in (k for k in record if k.startswith(lab.room + "/")):
             failing = recorded_failures(record[key])
             d = diagnosis.diagnose(failing, grading.read_table(lab), lab)
@@ -203,12 +190,13 @@ class Rule(unittest.TestCase):
                       ("S.Wide", "S.NarrowA", "S.NarrowB", "S.Other")}
 
     def test_the_most_specific_failing_test_leads(self):
-        d = diagnosis.diagnose([Failing("S.Wide"), Failing("S.NarrowA")], self.table, self.lab,
+        d = diagnosis.diagnose([Failing("S.Wide", "NaN"), Failing("S.NarrowA", "wrong value")],
+                               self.table, self.lab,
                                self.cat)
         self.assertEqual((d.first.key, d.step.id), ("S.NarrowA", "attention.1"))
 
     def test_no_match_falls_back_to_the_table_order(self):
-        d = diagnosis.diagnose([Failing("S.Unknown")], self.table, self.lab, self.cat)
+        d = diagnosis.diagnose([Failing("S.Unknown", "wrong value")], self.table, self.lab, self.cat)
         self.assertIsNone(d.step)
         self.assertEqual(d.first.key, "S.Unknown")
 
@@ -216,19 +204,19 @@ class Rule(unittest.TestCase):
         cat = diagnosis.Catalogue([
             diagnosis.Known("x/a", "attention.1", frozenset({"S.Wide"})),
             diagnosis.Known("x/b", "reduce.3", frozenset({"S.Wide"}))])
-        d = diagnosis.diagnose([Failing("S.Wide")], self.table, self.lab, cat)
+        d = diagnosis.diagnose([Failing("S.Wide", "wrong value")], self.table, self.lab, cat)
         self.assertIsNone(d.step)
 
     def test_a_sanitizer_report_keeps_its_place(self):
-        d = diagnosis.diagnose([Failing("S.NarrowA"), Failing("S.Wide", "heap-buffer-overflow")],
+        d = diagnosis.diagnose([Failing("S.NarrowA", "wrong value"),
+                                Failing("S.Wide", "sanitizer report")],
                                self.table, self.lab, self.cat)
         self.assertEqual(d.first.key, "S.Wide")
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--steps"]:
-        STEPS.write_text(json.dumps(mutant_steps(), sort_keys=True).replace("}, ", "},\n ")
-                         + "\n")
+        diagnosis.write_steps(mutants.catalogue(labs.labs()))
         print(f"{STEPS}: written")
     elif sys.argv[1:2] == ["--hand-bugs"]:
         record_hand_bugs(sys.argv[2:])
