@@ -8,6 +8,8 @@ Students
         [--asan] [--verbose]              graded tests, print score and a line per test
                                           (--asan: under AddressSanitizer and UBSan)
   watch NN                                re-grade lab NN each time a file in its room is saved
+  hint NN [STEP] [--reset]                the steps of lab NN; with STEP, one more hint level each
+                                          time (the idea, the invariant, the shape of the code)
   bench [NN ...]                          time the labs (Google Benchmark) against this machine's
                                           memory bandwidth; JSON, a summary and one SVG plot per lab
   docs [--check]                          build the book (and check its links and pages)
@@ -137,6 +139,11 @@ def cmd_watch(args) -> int:
     return watch.main(args)
 
 
+def cmd_hint(args) -> int:
+    from labkit import hints
+    return hints.main(args)
+
+
 def cmd_bench(args) -> int:
     from labkit import bench
     return bench.main(args)
@@ -216,6 +223,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--verbose", action="store_true",
                    help="show the first failing test's every failed assertion in full")
     p.set_defaults(func=cmd_watch)
+
+    p = sub.add_parser("hint", help="one more hint for a step of a lab, each time you ask")
+    p.add_argument("lab", help="lab number, e.g. 06")
+    p.add_argument("step", nargs="?", help="the step (e.g. attention.5, or 5); none: list them")
+    p.add_argument("--reset", action="store_true", help="hide the levels seen so far again")
+    p.set_defaults(func=cmd_hint)
 
     p = sub.add_parser("bench", help="run the labs' benchmarks, summarise them, plot them")
     p.add_argument("labs", nargs="*", help="lab numbers (default: every lab with a bench_lab.cpp)")

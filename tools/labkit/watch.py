@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from labkit import build as cmake
-from labkit import grading, reports, stamps
+from labkit import diagnosis, grading, hints, reports, stamps
 from labkit.labs import Lab, pick, require_solutions
 from labkit.paths import shown
 
@@ -44,7 +44,7 @@ def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
                 reports.wrapped(g.build_error, "  ", 2)]
     passed = sum(t.status == "passed" for t in g.tests)
     lines = [f"Score: {g.score} / {g.max_score}   ({passed} of {len(g.tests)} graded tests pass)"]
-    first = grading.first_to_fix(g.tests, g.table)
+    first, diagnosed = diagnosis.first_message(g)
     if first is None:
         return lines + ["", "Every graded test passes. Lab done."]
     kind = grading.failure_kind(first.status, first.detail)
@@ -61,6 +61,10 @@ def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
             lines.append(reports.wrapped(more, "  ", 4))
     if first.hint:
         lines.append(reports.wrapped(first.hint, "  hint: ", 8))
+    for line in diagnosed:
+        lines.append(reports.wrapped(line, "  ", 4))
+    if first.status != "not implemented":
+        lines.append(reports.wrapped(hints.usage_line(lab), "  ", 4))
     others = sum(t.status != "passed" for t in g.tests) - 1
     if others:
         lines.append(f"\n  ({others} other test{'s' if others > 1 else ''} fail too: "
