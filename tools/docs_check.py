@@ -185,6 +185,13 @@ def structure_check(html_dir: Path, repo: Path) -> list[str]:
     return problems
 
 
+def hints_check(repo: Path) -> list[str]:
+    """Each lab's hints.json (labkit/hints.py): every TODO step has its three levels, every §
+    link is a heading of its chapter, every step names a region and TODO of its starter."""
+    from labkit import hints
+    return [p for lab in _labs(repo) for p in hints.problems(lab, repo)]
+
+
 # ---- what the reader reads: sources, text and figures --------------------------------------
 #
 # The layout check measures boxes; these read what is in them. Each defect class below once
@@ -892,6 +899,15 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
         chapters = [f for f, _ in book_pages(html_dir) if re.fullmatch(r"lab_\d\d\.html", f)]
         print(f"  ok: the index and the sidebar list {len(chapters)} chapter(s) in order, "
               f"each with its {len(CHAPTER_SECTIONS)} sections; every heading has an explicit id")
+    count += len(problems)
+
+    print("== Hints (labs/NN-*/hints.json: three levels per step, every § link a heading)")
+    problems = hints_check(repo)
+    for p in problems:
+        print(f"  FAIL {p}")
+    if not problems:
+        print(f"  ok: {len(_lab_dirs(repo))} labs, every step with its three levels and its "
+              "§ links resolved")
     count += len(problems)
 
     print("== Book sources (Markdown)")

@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 from labkit import build as cmake
-from labkit import grading
+from labkit import reports
 from labkit.paths import AUTOGRADER_FILES, ROOT, build_dir, build_root
 
 
@@ -150,7 +150,7 @@ def verify_release(out: Path) -> list[str]:
         problems.append("tools/lab grade wrote no results: " + done.stderr[-500:])
         return problems
     report = json.loads(results.read_text())
-    problems += [f"results.json: {p}" for p in grading.validate_gradescope(report)]
+    problems += [f"results.json: {p}" for p in reports.validate_gradescope(report)]
     if report.get("score") != 0 or not report.get("tests"):
         problems.append(f"the starters score {report.get('score')} (expected 0, with tests)")
     for t in report.get("tests", []):

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from labkit import build as cmake
-from labkit import grading, stamps
+from labkit import diagnosis, grading, hints, reports, stamps
 from labkit.labs import Lab, pick, require_solutions
 from labkit.paths import shown
 
@@ -41,26 +41,30 @@ def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
     lab = g.lab
     if not g.built:
         return [f"Score: 0 / {g.max_score}   the lab does not build:", "",
-                grading.wrapped(g.build_error, "  ", 2)]
+                reports.wrapped(g.build_error, "  ", 2)]
     passed = sum(t.status == "passed" for t in g.tests)
     lines = [f"Score: {g.score} / {g.max_score}   ({passed} of {len(g.tests)} graded tests pass)"]
-    first = grading.first_to_fix(g.tests, g.table)
+    first, diagnosed = diagnosis.first_message(g)
     if first is None:
         return lines + ["", "Every graded test passes. Lab done."]
     kind = grading.failure_kind(first.status, first.detail)
     lines += ["", f"First test to fix: {first.name}"
               + (f"   ({kind})" if kind not in (first.status, "wrong value") else "")]
-    what = grading.why(first)
-    lines.append(grading.wrapped(what, f"  {first.status}: " if what else f"  {first.status}", 4))
+    what = reports.why(first)
+    lines.append(reports.wrapped(what, f"  {first.status}: " if what else f"  {first.status}", 4))
     if verbose and first.failures:
-        lines += grading.failure_lines(first, 4)
+        lines += reports.failure_lines(first, 4)
     elif first.failures:
-        more = grading.why_more(first, f"tools/lab watch {lab.number} --verbose, or "
+        more = reports.why_more(first, f"tools/lab watch {lab.number} --verbose, or "
                                        f"tools/lab grade {lab.number} --verbose")
         if more:
-            lines.append(grading.wrapped(more, "  ", 4))
+            lines.append(reports.wrapped(more, "  ", 4))
     if first.hint:
-        lines.append(grading.wrapped(first.hint, "  hint: ", 8))
+        lines.append(reports.wrapped(first.hint, "  hint: ", 8))
+    for line in diagnosed:
+        lines.append(reports.wrapped(line, "  ", 4))
+    if first.status != "not implemented":
+        lines.append(reports.wrapped(hints.usage_line(lab), "  ", 4))
     others = sum(t.status != "passed" for t in g.tests) - 1
     if others:
         lines.append(f"\n  ({others} other test{'s' if others > 1 else ''} fail too: "
@@ -102,7 +106,7 @@ def main(args) -> int:
                 continue
             time.sleep(0.2)  # let an editor finish writing (some write twice)
             seen = snapshot(lab, args.impl)
-            # A file only touched (by the grader, or saved unchanged) is no change.
+            # A file saved unchanged (its time moved, not its bytes) is no change.
             if stamps.digest(stamps.sources(lab, args.impl)) != graded:
                 graded = show(lab, build, options, args.impl, args.verbose)
                 seen = {}

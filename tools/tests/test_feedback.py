@@ -22,7 +22,7 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from labkit import bench, grading, release, testrun  # noqa: E402
+from labkit import bench, grading, release, reports, testrun  # noqa: E402
 from labkit import build as cmake  # noqa: E402
 from labkit.labs import Lab  # noqa: E402
 from labkit.paths import ROOT  # noqa: E402
@@ -209,7 +209,7 @@ class Table(unittest.TestCase):
         for verbose in (False, True):
             out = io.StringIO()
             with contextlib.redirect_stdout(out), mock.patch.dict(os.environ, {"COLUMNS": "80"}):
-                grading.print_table([g], ROOT / "build" / "starter", verbose=verbose)
+                reports.print_table([g], ROOT / "build" / "starter", verbose=verbose)
             text = out.getvalue()
             self.assertTrue(all(len(l) <= 80 for l in text.splitlines() if "/Emulator" not in l),
                             text)   # (only a test's name, one word, may not fit)
