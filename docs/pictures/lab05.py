@@ -237,7 +237,7 @@ BARRIERS = [  # after each phase but the last; None: no barrier there
     "warp 0 done reading",
 ]
 REGIONS = [("q", "q_vecs", 64, STATE), ("l", "logits → out_smem", 150, WARPS[0]),
-           ("m", "red_smem 0-3", 80, WARPS[2]), ("s", "red_smem 4-7", 80, WARPS[3])]
+           ("m", "red_smem\n[0..3]", 80, WARPS[2]), ("s", "red_smem\n[4..7]", 80, WARPS[3])]
 
 
 def timeline() -> Figure:
@@ -253,7 +253,8 @@ def timeline() -> Figure:
     xs = {}
     for key, name, w, h in REGIONS:
         xs[key] = (x, w, h)
-        f.text(x + w / 2, 42, name, size=SIZE_SMALL, anchor="middle", mono=True, fill=h.ink)
+        f.lines(x + w / 2, 40 if "\n" in name else 42, name.split("\n"), size=SIZE_SMALL,
+                anchor="middle", mono=True, fill=h.ink, gap=1.15)
         x += w + 6
     y = top
     barrier = 0
