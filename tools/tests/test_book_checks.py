@@ -168,6 +168,33 @@ class BookChecksTest(unittest.TestCase):
             self.assertIn(what, text)
 
 
+def _load_tidy():
+    spec = importlib.util.spec_from_file_location("tidy_html_under_test", ROOT / "docs" / "tidy_html.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class TidyHtmlTest(unittest.TestCase):
+    """docs/tidy_html.py, run after Doxygen: the typography it exists to fix."""
+
+    def setUp(self) -> None:
+        self.tidy = _load_tidy().tidy
+
+    def test_no_space_between_a_bracket_and_a_formula(self):
+        self.assertEqual(self.tidy("block size ( \\(B\\))"), "block size (\\(B\\))")
+
+    def test_one_word_code_does_not_break_and_keeps_its_punctuation(self):
+        out = self.tidy("read (<code>lab05_bench</code>; and <code>-fsanitize=address</code>")
+        self.assertIn('<span class="book-nowrap">(<code class="book-nowrap">lab05_bench</code>;'
+                      '</span>', out)
+        self.assertIn('<code class="book-nowrap">-fsanitize=address</code>', out)
+
+    def test_code_with_spaces_still_wraps(self):
+        text = "<code>[num_blocks, block_size]</code>"
+        self.assertEqual(self.tidy(text), text)
+
+
 class FigureLinksTest(unittest.TestCase):
     def test_figures_open_full_size(self):
         """docs/book-figures.js wraps each figure in a link to its SVG, and every page loads
