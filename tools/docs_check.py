@@ -19,7 +19,7 @@ the browser check adds Debian's Selenium.
   for MathJax, asserts the formulas rendered (no raw TeX left, no MathJax errors), every diagram
   and picture loaded as SVG and opens full size on click, and the console stayed clean with no
   request leaving the machine;
-  then, at 1400 and at 1920 px, the layout check (LAYOUT below: nothing wider than the content
+  then, at 1400, 1920 and 900 px, the layout check (LAYOUT below: nothing wider than the content
   column or cut off inside it, no Markdown left unrendered, no numbered list restarting); saves
   a screenshot of each page at 1400 px and of its key elements (test table, figures, widest
   snippet).
@@ -495,9 +495,9 @@ def link_check(html_dir: Path) -> LinkReport:
 # the window, take a screenshot); the "performance" log is chromedriver's own record of the page's
 # network events, which is how the check sees that nothing came from the network.
 
-# Window widths the layout is checked at: a laptop and a desktop screen. Screenshots are taken at
-# the first.
-WIDTHS = (1400, 1920)
+# Window widths the layout is checked at: a laptop, a desktop screen, and a narrow window (a
+# split screen, where book.css narrows the sidebar). Screenshots are taken at the first.
+WIDTHS = (1400, 1920, 900)
 WINDOW_HEIGHT = 900
 MAX_SHOT_HEIGHT = 16000  # taller pages are cut at this height in their full-page screenshot
 
@@ -947,7 +947,7 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
     count += len(links.problems)
 
     if browser:
-        widths = " and ".join(f"{w}" for w in WIDTHS)
+        widths = ", ".join(f"{w}" for w in WIDTHS)
         print(f"== Browser check (headless chromium through Selenium, offline; layout at {widths} px)")
         pages = [f for f, _ in book_pages(html_dir)]
         if (html_dir / "files.html").is_file():
