@@ -20,10 +20,10 @@ inline namespace SIMT_BACKEND {
 /// [session_base]
 /// What every lab's Session shares: the operands of a decode step over paged caches in this
 /// backend's device memory (the query, both caches, the block tables and the sequence lengths),
-/// the output, NaN until a launch writes it, the download of the output, and the timings of the
-/// launch and of the two yardsticks over the caches. A lab's Session derives from it, adds its
-/// sizes and its own buffers, and writes launch(): the grid, the block, the shared memory and
-/// the arguments of its kernels.
+/// the output, NaN until a launch writes it, the sizes every layout agrees on, the download of
+/// the output, and the timings of the launch and of the two yardsticks over the caches. A lab's
+/// Session derives from it, adds the sizes of its layout and its own buffers, and writes
+/// launch(): the grid, the block, the shared memory and the arguments of its kernels.
 class SessionBase : public SessionImpl {
  public:
   void download(Tensor& out) const override {
@@ -51,7 +51,11 @@ class SessionBase : public SessionImpl {
         value_cache_(bytes_to_device(value_cache)),
         out_(query.nbytes()),
         block_tables_(to_device<std::int32_t>(block_tables)),
-        seq_lens_(to_device<std::int32_t>(seq_lens)) {
+        seq_lens_(to_device<std::int32_t>(seq_lens)),
+        num_seqs_(static_cast<int>(query.size(0))),
+        num_heads_(static_cast<int>(query.size(1))),
+        head_size_(static_cast<int>(query.size(2))),
+        max_num_blocks_per_seq_(static_cast<int>(block_tables.size(1))) {
     out_.fill_bytes(0xFF);  // NaN: an element the kernels forget to write cannot pass
   }
 
@@ -63,6 +67,8 @@ class SessionBase : public SessionImpl {
   simt::DeviceBuffer<unsigned char> out_;          // [num_seqs, num_heads, head_size] of dtype_
   simt::DeviceBuffer<std::int32_t> block_tables_;  // [num_seqs, max_num_blocks_per_seq]
   simt::DeviceBuffer<std::int32_t> seq_lens_;      // [num_seqs]
+  int num_seqs_, num_heads_, head_size_;           // query's extents
+  int max_num_blocks_per_seq_;                     // block_tables' second extent
 
  private:
   std::vector<simt::DeviceSpan> cache_spans() const {

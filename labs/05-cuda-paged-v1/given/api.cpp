@@ -26,8 +26,9 @@ void paged_attention_v1(Backend backend, Tensor& out, const Tensor& query, const
                         const Tensor& value_cache, int num_kv_heads, float scale,
                         const Tensor& block_tables, const Tensor& seq_lens, int block_size,
                         int max_seq_len) {
-  const AttentionArgs args{query,        key_cache, value_cache, num_kv_heads, scale,
-                           block_tables, seq_lens,  block_size,  max_seq_len};
+  const AttentionArgs args{{query, key_cache, value_cache, num_kv_heads, block_tables, seq_lens,
+                            block_size, max_seq_len},
+                           scale};
   checks::attention("paged_attention_v1", args);
   checks::out_like_query("paged_attention_v1", out, query);
   if (query.size(0) == 0) return;
@@ -49,8 +50,9 @@ DeviceSession::DeviceSession(Backend backend, const Tensor& query, const Tensor&
                              const Tensor& value_cache, int num_kv_heads, float scale,
                              const Tensor& block_tables, const Tensor& seq_lens, int block_size,
                              int max_seq_len) {
-  const AttentionArgs args{query,        key_cache, value_cache, num_kv_heads, scale,
-                           block_tables, seq_lens,  block_size,  max_seq_len};
+  const AttentionArgs args{{query, key_cache, value_cache, num_kv_heads, block_tables, seq_lens,
+                            block_size, max_seq_len},
+                           scale};
   checks::attention("DeviceSession", args);
   open(launchers(backend, "DeviceSession").open_session(args));
 }

@@ -4,21 +4,16 @@
 // C++: no CUDA in sight.
 #pragma once
 
+#include "pa/decode_checks.hpp"
 #include "paged_attention_v1.hpp"
 
 namespace pa::cuda_v1 {
 
-/// The operands of one attention call, everything but `out` (checked by checks::attention).
-struct AttentionArgs {
-  const Tensor& query;        // [num_seqs, num_heads, head_size]
-  const Tensor& key_cache;    // [num_blocks, num_kv_heads, head_size / x, block_size, x]
-  const Tensor& value_cache;  // [num_blocks, num_kv_heads, head_size, block_size]
-  int num_kv_heads;
+/// The operands of one attention call, everything but `out`: what every decode over the V0
+/// caches reads (pa::V0DecodeOperands: query, caches, num_kv_heads, block tables, sequence
+/// lengths, block_size, max_seq_len) and the scale. Checked by checks::attention.
+struct AttentionArgs : V0DecodeOperands {
   float scale;
-  const Tensor& block_tables;  // [num_seqs, max_num_blocks_per_seq] int32
-  const Tensor& seq_lens;      // [num_seqs] int32
-  int block_size;
-  int max_seq_len;
 };
 
 /// One backend's build of the kernels and their host launchers: sessions over AttentionArgs

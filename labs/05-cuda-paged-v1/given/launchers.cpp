@@ -75,12 +75,8 @@ class Session final : public SessionBase {
   /// open_session has made sure the context fits.
   explicit Session(const AttentionArgs& a)
       : SessionBase(a.query, a.key_cache, a.value_cache, a.block_tables, a.seq_lens),
-        num_seqs_(static_cast<int>(a.query.size(0))),
-        num_heads_(static_cast<int>(a.query.size(1))),
-        head_size_(static_cast<int>(a.query.size(2))),
         num_kv_heads_(a.num_kv_heads),
         block_size_(a.block_size),
-        max_num_blocks_per_seq_(static_cast<int>(a.block_tables.size(1))),
         max_seq_len_(a.max_seq_len),
         scale_(a.scale) {}
 
@@ -106,8 +102,7 @@ class Session final : public SessionBase {
   }
 
  private:
-  int num_seqs_, num_heads_, head_size_, num_kv_heads_, block_size_;
-  int max_num_blocks_per_seq_, max_seq_len_;
+  int num_kv_heads_, block_size_, max_seq_len_;
   float scale_;
 };
 /// [launcher]

@@ -19,9 +19,9 @@ void paged_attention_v2(Backend backend, Tensor& out, Tensor& exp_sums, Tensor& 
                         const Tensor& value_cache, int num_kv_heads, float scale,
                         const Tensor& block_tables, const Tensor& seq_lens, int block_size,
                         int max_seq_len, int partition_size) {
-  const AttentionArgs args{query,    key_cache,  value_cache, num_kv_heads,
-                           scale,    block_tables, seq_lens,  block_size,
-                           max_seq_len, partition_size};
+  const AttentionArgs args{{query, key_cache, value_cache, num_kv_heads, block_tables, seq_lens,
+                            block_size, max_seq_len},
+                           scale, partition_size};
   checks::attention("paged_attention_v2", args);
   checks::outputs("paged_attention_v2", args, out, exp_sums, max_logits, tmp_out);
   if (query.size(0) == 0) return;
@@ -37,9 +37,9 @@ DeviceSession::DeviceSession(Backend backend, const Tensor& query, const Tensor&
                              const Tensor& value_cache, int num_kv_heads, float scale,
                              const Tensor& block_tables, const Tensor& seq_lens, int block_size,
                              int max_seq_len, int partition_size) {
-  const AttentionArgs args{query,    key_cache,  value_cache, num_kv_heads,
-                           scale,    block_tables, seq_lens,  block_size,
-                           max_seq_len, partition_size};
+  const AttentionArgs args{{query, key_cache, value_cache, num_kv_heads, block_tables, seq_lens,
+                            block_size, max_seq_len},
+                           scale, partition_size};
   checks::attention("DeviceSession", args);
   open(launchers(backend, "DeviceSession").open_session(args));
 }

@@ -64,12 +64,8 @@ class Session final : public SessionBase {
   /// Copies the operands to the device; api.cpp has run checks::attention on them.
   explicit Session(const AttentionArgs& a)
       : SessionBase(a.query, a.key_cache, a.value_cache, a.block_tables, a.seq_lens),
-        num_seqs_(static_cast<int>(a.query.size(0))),
-        num_heads_(static_cast<int>(a.query.size(1))),
-        head_size_(static_cast<int>(a.query.size(2))),
         num_kv_heads_(a.num_kv_heads),
         block_size_(a.block_size),
-        max_num_blocks_per_seq_(static_cast<int>(a.block_tables.size(1))),
         partition_size_(a.partition_size),
         max_num_partitions_(v2_max_num_partitions(a.max_seq_len, a.partition_size)),
         scale_(a.scale) {
@@ -125,8 +121,7 @@ class Session final : public SessionBase {
   }
 
  private:
-  int num_seqs_, num_heads_, head_size_, num_kv_heads_, block_size_;
-  int max_num_blocks_per_seq_, partition_size_, max_num_partitions_;
+  int num_kv_heads_, block_size_, partition_size_, max_num_partitions_;
   float scale_;
   simt::DeviceBuffer<float> exp_sums_, max_logits_, tmp_out_;
 };

@@ -56,12 +56,8 @@ class Session final : public SessionBase {
   /// turned a partition size of 0 into the default one.
   explicit Session(const DecodeArgs& a)
       : SessionBase(a.query, a.key_cache, a.value_cache, a.block_tables, a.seq_lens),
-        num_seqs_(static_cast<int>(a.query.size(0))),
-        num_heads_(static_cast<int>(a.query.size(1))),
-        head_size_(static_cast<int>(a.query.size(2))),
         block_size_(static_cast<int>(a.key_cache.size(1))),
         num_kv_heads_(static_cast<int>(a.key_cache.size(2))),
-        max_num_blocks_per_seq_(static_cast<int>(a.block_tables.size(1))),
         partition_size_(a.partition_size),
         max_num_partitions_((a.max_seq_len + partition_size_ - 1) / partition_size_),
         scale_(a.scale) {
@@ -104,8 +100,7 @@ class Session final : public SessionBase {
   }
 
  private:
-  int num_seqs_, num_heads_, head_size_, block_size_, num_kv_heads_, max_num_blocks_per_seq_;
-  int partition_size_, max_num_partitions_;
+  int block_size_, num_kv_heads_, partition_size_, max_num_partitions_;
   float scale_;
   simt::DeviceBuffer<float> exp_sums_, max_logits_, tmp_out_;
   simt::DeviceBuffer<int> arrivals_;
