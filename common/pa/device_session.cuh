@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "pa/device_session.hpp"
@@ -59,6 +60,12 @@ class SessionBase : public SessionImpl {
     out_.fill_bytes(0xFF);  // NaN: an element the kernels forget to write cannot pass
   }
 
+  /// The same from a lab's struct of a call's operands: its query, key_cache, value_cache,
+  /// block_tables and seq_lens.
+  template <class Args>
+  explicit SessionBase(const Args& a)
+      : SessionBase(a.query, a.key_cache, a.value_cache, a.block_tables, a.seq_lens) {}
+
   DType dtype_;                                    // of query, both caches and out
   std::vector<std::int64_t> out_shape_;            // query's: [num_seqs, num_heads, head_size]
   simt::DeviceBuffer<unsigned char> query_;        // [num_seqs, num_heads, head_size] of dtype_
@@ -78,6 +85,19 @@ class SessionBase : public SessionImpl {
   simt::SessionTiming timing_;
 };
 /// [session_base]
+
+/// What every lab's launchers share in this backend: open_session copies checked operands into
+/// a new `Session` (the lab's SessionBase), device_count asks this backend's runtime. `Launchers`
+/// is the lab's interface (its given/backend.hpp); the lab's BackendLaunchers derives from this
+/// and writes its other launches.
+template <class Launchers, class Session>
+class BackendLaunchersBase : public Launchers {
+ public:
+  std::unique_ptr<SessionImpl> open_session(const typename Launchers::Args& args) const override {
+    return std::make_unique<Session>(args);
+  }
+  int device_count() const override { return simt::cuda_device_count(); }
+};
 
 }  // namespace SIMT_BACKEND
 }  // namespace pa::device

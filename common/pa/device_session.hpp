@@ -77,9 +77,11 @@ class DeviceSession {
 /// What one backend's build of a lab's kernels offers the host for sessions; `Args` is the lab's
 /// struct of an attention call's operands. A lab's Launchers derives from it and adds its other
 /// launches; given/launchers.cpp implements it once per backend.
-template <class Args>
+template <class OperandsOfACall>
 class SessionLaunchers {
  public:
+  using Args = OperandsOfACall;
+
   virtual ~SessionLaunchers() = default;
   /// Copies checked operands to device memory, the output NaN until the first launch.
   virtual std::unique_ptr<SessionImpl> open_session(const Args& args) const = 0;

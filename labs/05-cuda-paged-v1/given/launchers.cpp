@@ -74,7 +74,7 @@ class Session final : public SessionBase {
   /// Copies the operands to the device; api.cpp has run checks::attention on them, and
   /// open_session has made sure the context fits.
   explicit Session(const AttentionArgs& a)
-      : SessionBase(a.query, a.key_cache, a.value_cache, a.block_tables, a.seq_lens),
+      : SessionBase(a),
         num_kv_heads_(a.num_kv_heads),
         block_size_(a.block_size),
         max_seq_len_(a.max_seq_len),
@@ -107,7 +107,7 @@ class Session final : public SessionBase {
 };
 /// [launcher]
 
-class BackendLaunchers final : public Launchers {
+class BackendLaunchers final : public BackendLaunchersBase<Launchers, Session> {
  public:
   /// [reshape_and_cache]
   void reshape_and_cache(const Tensor& key, const Tensor& value, Tensor& key_cache,
@@ -144,7 +144,7 @@ class BackendLaunchers final : public Launchers {
                      checks::context_fits(args.max_seq_len, tokens_within(limit, args.block_size),
                                           limit, SIMT_BACKEND_NAME);
                    });
-    return std::make_unique<Session>(args);
+    return BackendLaunchersBase::open_session(args);
   }
 
   int max_seq_len(DType dtype, int head_size, int block_size) const override {
@@ -154,8 +154,6 @@ class BackendLaunchers final : public Launchers {
     });
     return tokens;
   }
-
-  int device_count() const override { return simt::cuda_device_count(); }
 };
 
 }  // namespace

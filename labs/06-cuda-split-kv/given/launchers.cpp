@@ -63,7 +63,7 @@ class Session final : public SessionBase {
  public:
   /// Copies the operands to the device; api.cpp has run checks::attention on them.
   explicit Session(const AttentionArgs& a)
-      : SessionBase(a.query, a.key_cache, a.value_cache, a.block_tables, a.seq_lens),
+      : SessionBase(a),
         num_kv_heads_(a.num_kv_heads),
         block_size_(a.block_size),
         partition_size_(a.partition_size),
@@ -127,12 +127,8 @@ class Session final : public SessionBase {
 };
 /// [launcher]
 
-class BackendLaunchers final : public Launchers {
+class BackendLaunchers final : public BackendLaunchersBase<Launchers, Session> {
  public:
-  std::unique_ptr<SessionImpl> open_session(const AttentionArgs& args) const override {
-    return std::make_unique<Session>(args);
-  }
-
   void paged_attention_v2(const AttentionArgs& args, Tensor& out, Tensor& exp_sums,
                           Tensor& max_logits, Tensor& tmp_out) const override {
     Session session(args);
@@ -141,8 +137,6 @@ class BackendLaunchers final : public Launchers {
     session.download(out);
     session.download_scratch(exp_sums, max_logits, tmp_out);
   }
-
-  int device_count() const override { return simt::cuda_device_count(); }
 };
 
 }  // namespace

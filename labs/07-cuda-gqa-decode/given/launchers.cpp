@@ -55,7 +55,7 @@ class Session final : public SessionBase {
   /// Copies the operands to the device; api.cpp has run checks::decode on them, which also
   /// turned a partition size of 0 into the default one.
   explicit Session(const DecodeArgs& a)
-      : SessionBase(a.query, a.key_cache, a.value_cache, a.block_tables, a.seq_lens),
+      : SessionBase(a),
         block_size_(static_cast<int>(a.key_cache.size(1))),
         num_kv_heads_(static_cast<int>(a.key_cache.size(2))),
         partition_size_(a.partition_size),
@@ -107,7 +107,7 @@ class Session final : public SessionBase {
 };
 /// [launcher]
 
-class BackendLaunchers final : public Launchers {
+class BackendLaunchers final : public BackendLaunchersBase<Launchers, Session> {
  public:
   /// [reshape_and_cache_flash]
   void reshape_and_cache_flash(const Tensor& key, const Tensor& value, Tensor& key_cache,
@@ -135,12 +135,6 @@ class BackendLaunchers final : public Launchers {
     });
   }
   /// [reshape_and_cache_flash]
-
-  std::unique_ptr<SessionImpl> open_session(const DecodeArgs& args) const override {
-    return std::make_unique<Session>(args);
-  }
-
-  int device_count() const override { return simt::cuda_device_count(); }
 };
 
 }  // namespace
