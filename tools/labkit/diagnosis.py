@@ -130,6 +130,7 @@ class Diagnosis:
     step: hints.Step | None       # where the closest known bugs live; None: no clear match
     score: float = 0.0            # the best match's similarity
     closest: list[str] = field(default_factory=list)   # the best-matching known bugs
+    located: bool = False         # the step is where a sanitizer or the emulator says it broke
 
 
 def step_weights(cat: Catalogue, test: str, steps: list[hints.Step], table: dict) -> dict:
@@ -210,7 +211,9 @@ def diagnose(tests: list, table: dict, lab: Lab, cat: Catalogue | None = None,
         return None
     fallback = grading.first_to_fix(tests, table, kind_of=lambda t: kinds[id(t)])
     if kinds[id(fallback)] in READ_FIRST:
-        return Diagnosis(fallback, None)
+        # It names a line: the step is the one that line belongs to, not a guess.
+        return Diagnosis(fallback, step_of_report(lab, getattr(fallback, "detail", ""), root),
+                         located=True)
     cat = catalogue(lab, root) if cat is None else cat
     failing = frozenset(t.key for t in failing_tests if kinds[id(t)] not in UNMATCHED)
     if not failing or not cat.known:
@@ -250,13 +253,30 @@ def diagnose(tests: list, table: dict, lab: Lab, cat: Catalogue | None = None,
     return Diagnosis(first, step, best, closest)
 
 
+def step_of_report(lab: Lab, detail: str, root: Path = ROOT) -> hints.Step | None:
+    """The step that owns the line of the student's file a sanitizer's or the emulator's report
+    names ("labs/06-x/starter.cpp:97 in ..."), read from the starter's /// [regions] and TODO
+    marks as it is now; None when it names no line of it."""
+    import re
+    m = re.search(rf"(?:labs/{re.escape(lab.room)}/)?starter\.cpp:(\d+)", detail or "")
+    if not m:
+        return None
+    path = lab.folder(root) / "starter.cpp"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    return hints.step_of_line(hints.load(lab, root), lines, int(m.group(1)))
+
+
 def step_line(d: Diagnosis, titles: dict[str, str]) -> str:
-    """"Failures like these usually come from TODO 5 of … (…): § …"."""
+    """"Failures like these usually come from TODO 5 of … (…): § …" (or, for a report that
+    names a line, "That line is in TODO 5 …")."""
     if d is None or d.step is None:
         return ""
     s = d.step
-    return (f"Failures like these usually come from {s.name()} ({s.title}): "
-            f"§ {titles.get(s.section, s.section)}")
+    lead = "That line is in" if d.located else "Failures like these usually come from"
+    return f"{lead} {s.name()} ({s.title}): § {titles.get(s.section, s.section)}"
 
 
 def crash_line(tests: list, lab: Lab) -> str:
@@ -272,11 +292,17 @@ def crash_line(tests: list, lab: Lab) -> str:
 
 def first_message(g, root: Path = ROOT) -> tuple[object, list[str]]:
     """For a graded lab (grading.LabGrade): the test to show first and the lines that follow its
-    hint (the step the closest known bugs live in; a note on crashes)."""
+    hint (the step the closest known bugs live in, or the one that owns the line a report names,
+    with that step's first hint instead of the test's; a note on crashes)."""
     from labkit import grading
     d = diagnose(g.tests, g.table, g.lab, root=root)
     if d is None:
         return None, []
+    if d.located and d.step is not None:
+        # The test's own hint is about what it checks, not about the line that broke.
+        d.first.hint = f"{grading.plain(d.step.levels[0])} (§ " + grading.section_titles(
+            (g.lab.folder(root) / "README.md").read_text(encoding="utf-8")).get(
+                d.step.section, d.step.section) + ")"
     readme = (g.lab.folder(root) / "README.md").read_text(encoding="utf-8")
     titles = grading.section_titles(readme)
     lines = [x for x in (step_line(d, titles), "" if kind_of_result(d.first) == "crashed" else

@@ -207,6 +207,15 @@ class Rule(unittest.TestCase):
         d = diagnosis.diagnose([Failing("S.Wide", "wrong value")], self.table, self.lab, cat)
         self.assertIsNone(d.step)
 
+    def test_a_report_that_names_a_line_names_that_lines_step(self):
+        starter = (self.lab.folder() / "starter.cpp").read_text().splitlines()
+        line = next(i for i, l in enumerate(starter, 1) if "TODO 5." in l) + 1
+        report = Failing("S.Wide", "sanitizer report")
+        report.detail = f"labs/{self.lab.room}/starter.cpp:{line} in paged_attention_v2_kernel: ..."
+        d = diagnosis.diagnose([Failing("S.NarrowA", "wrong value"), report], self.table, self.lab,
+                               self.cat)
+        self.assertEqual((d.first.key, d.step.id, d.located), ("S.Wide", "attention.5", True))
+
     def test_a_sanitizer_report_keeps_its_place(self):
         d = diagnosis.diagnose([Failing("S.NarrowA", "wrong value"),
                                 Failing("S.Wide", "sanitizer report")],
