@@ -165,6 +165,24 @@ class Diagnosis(unittest.TestCase):
         self.assertGreaterEqual(rate(rows), TARGET, misses)
         self.assertGreaterEqual(rate([r for r in rows if r[0] in hand]), HAND_TARGET, misses)
 
+    def test_a_release_ships_the_same_knowledge_without_the_names(self):
+        import shutil
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            release = Path(tmp)
+            (release / diagnosis.SHIPPED).parent.mkdir(parents=True)
+            text = diagnosis.shipped_catalogue()
+            (release / diagnosis.SHIPPED).write_text(text)
+            for lab in labs.pick(list(MEASURED)):
+                shipped = diagnosis.catalogue(lab, release)
+                here = diagnosis.catalogue(lab)
+                def facts(cat):
+                    return sorted((k.step, sorted(k.failing), k.caught_by) for k in cat.known)
+                self.assertEqual(facts(shipped), facts(here))
+                for m in mutants.catalogue([lab]):
+                    self.assertNotIn(m.stem, text, "a release names no mutant")
+            shutil.rmtree(release / "tools")
+
     def test_a_clear_match_leads_with_a_test_the_match_fails(self):
         lab = labs.pick(["06"])[0]
         record = mutants.read_record()
