@@ -123,18 +123,18 @@ def corr_example() -> Figure:
             if k < len(weights):
                 h = weights[k] * scale
                 f.rect(bx, base - h, bar_w, h, fill=hue(block).fill, stroke=hue(block).ink, sw=1)
-                f.text(bx + bar_w / 2, base - h - 9, f"{weights[k]:.3f}", size=9.5,
+                f.text(bx + bar_w / 2, base - h - 9, f"{weights[k]:.3f}", size=SIZE_SMALL,
                        anchor="middle", mono=True)
             if ghosts and k < len(ghosts):
                 h = ghosts[k] * scale
                 f.rect(bx, base - h, bar_w, h, stroke=hue(block).ink, sw=1, dash="3 2")
             f.text(bx + bar_w / 2, base + 12, f"k{k + 1}", size=SIZE_SMALL, anchor="middle")
-            f.text(bx + bar_w / 2, base + 26, f"v={values[k]:g}", size=9.5, anchor="middle",
+            f.text(bx + bar_w / 2, base + 26, f"v={values[k]:g}", size=SIZE_SMALL, anchor="middle",
                    fill=MUTED)
         f.lines(x, base + 62, state, size=SIZE_SMALL, anchor="start", mono=True, gap=1.45)
     # The rescale, between the first two panels.
     f.arrow(208, 90, 284, 90, color=STATE.ink, sw=1.6)
-    f.text(246, 70, f"corr = e^(2−4)", size=SIZE_SMALL, anchor="middle", fill=STATE.ink,
+    f.text(246, 70, f"corr = e^{{2−4}}", size=SIZE, anchor="middle", fill=STATE.ink,
            weight="bold")
     f.text(246, 108, f"= {corr:.3f}", size=SIZE_SMALL, anchor="middle", fill=STATE.ink,
            weight="bold")

@@ -52,7 +52,7 @@ def threads() -> Figure:
     f.text(10, slot_y - 14, "", size=SIZE_SMALL)
     for i in range(NUM_PARTITIONS):
         sx = kx + i * slot_pitch
-        f.box(sx, slot_y, slot_w, 36, [f"slot {i}", "(m, ℓ, a)"], fill=hue(owner[i]).fill,
+        f.box(sx, slot_y, slot_w, 36, [f"slot {i}", "(m, denom, acc)"], fill=hue(owner[i]).fill,
               stroke=hue(owner[i]).ink, size=SIZE_SMALL, rx=2)
     f.text(10, slot_y + 56, "std::vector<Partial> slots(10), made before any thread starts: "
            "no two threads write the same element, so no lock.", size=SIZE_SMALL, fill=MUTED)
@@ -77,7 +77,7 @@ def threads() -> Figure:
             f.arrow(prev + 12, fold_y, cx - 13, fold_y, color=STATE.ink)
         prev = cx
     f.arrow(prev, fold_y + 12, prev, fold_y + 44, color=STATE.ink)
-    f.box(prev - 70, fold_y + 45, 94, 28, "a / ℓ, once", fill="#ffffff", stroke=INK,
+    f.box(prev - 70, fold_y + 45, 94, 28, "acc / denom, once", fill="#ffffff", stroke=INK,
           size=SIZE_SMALL)
     f.text(10, fold_y + 60, "((((P0 ⊕ P1) ⊕ P2) ⊕ …) ⊕ P9): the order depends on the ranges "
            "only,", size=SIZE_SMALL, fill=MUTED)
@@ -122,8 +122,8 @@ def cascade() -> Figure:
         h = hue(r if r < 3 else 6)
         f.arrow(bus, yc - 8, bx - 1, yc - 8, color=SHARED.ink)
         f.box(bx, yc - 15, bw, 14, f"q{r}'s prefix state", fill=SHARED.fill, stroke=SHARED.ink,
-              rx=0, size=9)
-        f.box(bx, yc + 1, bw, 14, f"suffix {r} state", fill=h.fill, stroke=h.ink, rx=0, size=9)
+              rx=0, size=SIZE_SMALL)
+        f.box(bx, yc + 1, bw, 14, f"suffix {r} state", fill=h.fill, stroke=h.ink, rx=0, size=SIZE_SMALL)
         f.rect(mx - 12, yc - 12, 24, 24, fill=STATE.fill, stroke=STATE.ink, rx=12)
         f.text(mx, yc, "⊕", size=14, anchor="middle")
         f.arrow(bx + bw, yc - 8, mx - 12, yc - 3, color=SHARED.ink)
@@ -150,7 +150,7 @@ def merge_tree() -> Figure:
     start = 0
     for i, n in enumerate(sizes):
         f.box(xs[i], y_leaf, leaf_w, 52,
-              [f"keys {start}–{start + n - 1}", "attend_partial", f"(m{i}, ℓ{i}, a{i})"],
+              [f"keys {start}–{start + n - 1}", "attend_partial", f"(m{i}, denom{i}, acc{i})"],
               fill=hue(i).fill, stroke=hue(i).ink, size=SIZE_SMALL)
         start += n
     centre = [x + leaf_w / 2 for x in xs]
@@ -168,7 +168,7 @@ def merge_tree() -> Figure:
     for m in mids:
         f.arrow(m, y_mid + 16, root + (-10 if m < root else 10), y_root - 16, color=STATE.ink)
     f.arrow(root + 16, y_root, root + 90, y_root, color=STATE.ink)
-    f.box(root + 92, y_root - 16, 170, 32, "out = a / ℓ (the only division)", fill="#ffffff",
+    f.box(root + 92, y_root - 16, 170, 32, "out = acc / denom (the only division)", fill="#ffffff",
           stroke=INK, size=SIZE_SMALL)
     f.text(10, 226, "The leaves share nothing and can run in parallel; every inner node is a "
            "merge, in any order and any bracketing.", size=SIZE_SMALL, fill=MUTED)

@@ -113,8 +113,8 @@ def pool_views() -> Figure:
     col_labels = [f"{h}·{d}" for h in range(H_KV) for d in range(D)]
     g = f.grid(fx, fy, NUM_BLOCKS * BLOCK_SIZE, width, cw, ch, flat,
                row_labels=[f"slot {r}" for r in range(NUM_BLOCKS * BLOCK_SIZE)],
-               col_labels=col_labels, label_size=9.5)
-    f.text(fx + g.width / 2, 34, "column h·d = kv head h, dim d", size=9.5, anchor="middle",
+               col_labels=col_labels, label_size=SIZE_SMALL)
+    f.text(fx + g.width / 2, 34, "column h·d = kv head h, dim d", size=SIZE_SMALL, anchor="middle",
            fill=MUTED)
     f.line(g.left(D), g.top(0), g.left(D), g.bottom(g.rows - 1), stroke=INK, sw=1.5)
     f.rect(fx, g.top(EXAMPLE_SLOT), g.width, ch, stroke=INK, sw=2.5)
@@ -138,10 +138,10 @@ def pool_views() -> Figure:
                     x = tx + h * (D * cw + 14) + d * cw
                     y = ty + o * ch
                     f.rect(x, y, cw, ch, fill=hue(b).fill, stroke="#ffffff", sw=1.5)
-            f.text(tx - 6, ty + (o + 0.5) * ch, f"[{o}]", size=9.5, anchor="end", fill=MUTED)
+            f.text(tx - 6, ty + (o + 0.5) * ch, f"[{o}]", size=SIZE_SMALL, anchor="end", fill=MUTED)
         for h in range(H_KV):
             f.text(tx + h * (D * cw + 14) + D * cw / 2, ty + BLOCK_SIZE * ch + 10, f"head {h}",
-                   size=9.5, anchor="middle", fill=MUTED)
+                   size=SIZE_SMALL, anchor="middle", fill=MUTED)
         if b == eb:
             f.rect(tx, ty + eo * ch, tile_w, ch, stroke=INK, sw=2.5)
             ex, ey = tx, ty + (eo + 0.5) * ch
@@ -180,7 +180,7 @@ def write_read() -> Figure:
             return holder[slot][0], holder[slot][1]
         return "", FREE
     pool = f.grid(px, py, num_blocks, BLOCK_SIZE, cw, rh, cell, size=SIZE_SMALL,
-                  col_labels=[f"row {o}" for o in range(BLOCK_SIZE)], label_size=9.5)
+                  col_labels=[f"row {o}" for o in range(BLOCK_SIZE)], label_size=SIZE_SMALL)
     for b in range(num_blocks):
         f.text(pool.right(BLOCK_SIZE - 1) + 8, pool.cy(b), f"block {b}", size=SIZE_SMALL,
                fill=MUTED)

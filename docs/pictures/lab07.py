@@ -84,7 +84,7 @@ def layouts() -> Figure:
     order_v0 = [(h, c, t) for h in range(heads) for c in range(chunks) for t in range(tokens)]
     f.grid(x0, 34, 1, len(order_v0), cell_w, cell_h,
            lambda r, i: (cell_label(order_v0[i][2], order_v0[i][0], order_v0[i][1]),
-                         colour(order_v0[i][0], order_v0[i][2])), size=8.5)
+                         colour(order_v0[i][0], order_v0[i][2])), size=SIZE_SMALL)
     half = tokens * chunks * cell_w
     f.brace(x0, x0 + half, 34 + cell_h + 2, "kv head 0: one contiguous run")
     f.text(x0 + half + 12, 34 + cell_h + 16, "(V0's value cache is transposed: [heads, head_size, "
@@ -96,7 +96,7 @@ def layouts() -> Figure:
     order_fl = [(t, h, c) for t in range(tokens) for h in range(heads) for c in range(chunks)]
     g = f.grid(x0, y1, 1, len(order_fl), cell_w, cell_h,
                lambda r, i: (cell_label(order_fl[i][0], order_fl[i][1], order_fl[i][2]),
-                             colour(order_fl[i][1], order_fl[i][0])), size=8.5)
+                             colour(order_fl[i][1], order_fl[i][0])), size=SIZE_SMALL)
     for t in range(tokens):
         a = g.left(t * heads * chunks)
         f.brace(a + 2, a + heads * chunks * cell_w - 2, y1 + cell_h + 2,
@@ -108,7 +108,7 @@ def layouts() -> Figure:
     for t in range(tokens):
         a = g.left(t * heads * chunks)
         f.rect(a, y2 + 12, chunks * cell_w, 18, fill=hue(0).fill, stroke=hue(0).ink, sw=1)
-        f.text(a + chunks * cell_w / 2, y2 + 21, f"row t{t}: {dims * 2} B", size=9,
+        f.text(a + chunks * cell_w / 2, y2 + 21, f"row t{t}: {dims * 2} B", size=SIZE_SMALL,
                anchor="middle")
         if t + 1 < tokens:
             f.arrow(a + chunks * cell_w + 4, y2 + 21, g.left((t + 1) * heads * chunks) - 4,
@@ -138,12 +138,12 @@ def _shared_bytes(head_size):
 def _tile(f, x, y, rows, cols, cw, ch, name, shape, owner, label, row_labels=None):
     """A matrix drawn as 16x16 wmma tiles: owner(r, c) -> warp (or None), label(r, c) -> text."""
     f.text(x, y - 24, name, size=SIZE, weight="bold", mono=True)
-    f.text(x, y - 10, shape, size=9.5, fill=MUTED, mono=True)
+    f.text(x, y - 10, shape, size=SIZE_SMALL, fill=MUTED, mono=True)
 
     def cell(r, c):
         w = owner(r, c)
         return label(r, c), (WARPS[w] if w is not None else "#f5f7fa")
-    return f.grid(x, y, rows, cols, cw, ch, cell, size=9, row_labels=row_labels)
+    return f.grid(x, y, rows, cols, cw, ch, cell, size=SIZE_SMALL, row_labels=row_labels)
 
 
 def tiles() -> Figure:
@@ -187,7 +187,7 @@ def tiles() -> Figure:
                                f"{8 * rows_shown[c] + 7}"],
                               WARPS[rows_shown[c] // 4] if rows_shown[c] < GROUP else
                               mix(WARPS[rows_shown[c] // 4].fill, "#ffffff", 0.6)),
-                size=9, row_labels=["S, P"])
+                size=SIZE_SMALL, row_labels=["S, P"])
     f.text(10, y2 + 50, "Each row is one query head: its max m, sum l and row_alpha = "
            "exp(m_old − m_new) are its own, reduced over its 8 lanes (masks 4, 2, 1).",
            size=SIZE_SMALL, fill=MUTED)
@@ -217,8 +217,8 @@ def tiles() -> Figure:
         f.text(10, y3 + 4 * ch + 18 + 15 * i, line, size=SIZE_SMALL, fill=MUTED)
     sizes = _shared_bytes(HEAD_SIZE)
     f.text(10, y3 + 4 * ch + 68, f"Shared memory at head_size {HEAD_SIZE}, rows padded by 16 "
-           "bytes (S: 32): " + ", ".join(f"{k} {v / 1000:.1f} KB" for k, v in sizes.items()) +
-           f": {sum(sizes.values()) / 1000:.0f} KB per thread block.", size=SIZE_SMALL,
+           "bytes (S: 32): " + ", ".join(f"{k} {v / 1024:g} KiB" for k, v in sizes.items()) +
+           f": {sum(sizes.values()) / 1024:g} KiB of tiles per thread block.", size=SIZE_SMALL,
            fill=MUTED)
     return f
 
@@ -256,16 +256,16 @@ def loop() -> Figure:
         f.text(14, y + row_h / 2, what, size=SIZE_SMALL)
         if flight:
             f.rect(560, y + 4, 100, row_h - 8, fill=STATE.fill, stroke=STATE.ink, sw=1)
-            f.text(610, y + row_h / 2, flight, size=9.5, anchor="middle")
+            f.text(610, y + row_h / 2, flight, size=SIZE_SMALL, anchor="middle")
         kind = WARPS[0] if "K" in holds and "V" not in holds else WARPS[2]
         f.rect(680, y + 4, 120, row_h - 8, fill=kind.fill, stroke=kind.ink, sw=1)
-        f.text(740, y + row_h / 2, holds, size=9.5, anchor="middle")
+        f.text(740, y + row_h / 2, holds, size=SIZE_SMALL, anchor="middle")
         y += row_h
         if i in BARRIERS:
             f.line(10, y + bar_h / 2, 810, y + bar_h / 2, stroke="#c0392b", sw=1.6, dash="7 4")
             label = f"__syncthreads() {BARRIERS[i]}"
             f.rect(20, y + 2, len(label) * 5.9 + 12, bar_h - 4, fill="#ffffff", stroke=None)
-            f.text(25, y + bar_h / 2, label, size=9.5, fill="#c0392b", mono=True)
+            f.text(25, y + bar_h / 2, label, size=SIZE_SMALL, fill="#c0392b", mono=True)
             y += bar_h
     f.text(10, y + 16, "Every step but the stores has one tile's loads outstanding: V's during "
            "Q·Kᵀ and the softmax, the next K's during P·V.", size=SIZE_SMALL, fill=MUTED)
@@ -293,7 +293,7 @@ def targets() -> Figure:
         shape = (seqs, tokens, heads, kv)
         y = 42 + 50 * i
         f.text(10, y + 10, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
-        f.text(10, y + 25, f"target ≥ {target}% of the read", size=9.5, fill=MUTED)
+        f.text(10, y + 25, f"target ≥ {target}% of the read", size=SIZE_SMALL, fill=MUTED)
         row = torch.get(shape)
         if row:
             read = row["read_sum_GBps"]
@@ -301,21 +301,21 @@ def targets() -> Figure:
             f.rect(lo, y, (read - read * target / 100) * scale, 38, fill=STATE.fill, stroke=None)
             f.line(x0 + read * scale, y - 2, x0 + read * scale, y + 40, stroke=INK, sw=2)
         else:
-            f.text(x0 + 2450 * scale, y + 18, "read: not measured", size=9.5, anchor="middle",
+            f.text(x0 + 2450 * scale, y + 18, "read: not measured", size=SIZE_SMALL, anchor="middle",
                    fill=MUTED)
         if shape in v1:
             f.rect(x0, y + 3, v1[shape] * scale, 13, fill=WARPS[0].fill, stroke=WARPS[0].ink, sw=1)
-            f.text(x0 + v1[shape] * scale + 5, y + 9, f"{v1[shape]:,.0f}", size=9.5,
+            f.text(x0 + v1[shape] * scale + 5, y + 9, f"{v1[shape]:,.0f}", size=SIZE_SMALL,
                    fill=WARPS[0].ink, weight="bold")
         else:
             f.text(x0 + 4, y + 9, "v1: not measured" if tokens < 60000 else
-                   "v1: the logits do not fit in shared memory", size=9.5, fill=MUTED)
+                   "v1: the logits do not fit in shared memory", size=SIZE_SMALL, fill=MUTED)
         if row:
             flash = row["sdpa_flash_GBps"]
             f.rect(x0, y + 21, flash * scale, 13, fill=WARPS[2].fill, stroke=WARPS[2].ink, sw=1)
-            f.text(x0 + flash * scale + 5, y + 27, f"{flash:,.0f}", size=9.5, fill=WARPS[2].ink)
+            f.text(x0 + flash * scale + 5, y + 27, f"{flash:,.0f}", size=SIZE_SMALL, fill=WARPS[2].ink)
         else:
-            f.text(x0 + 4, y + 27, "SDPA: not measured on this batch", size=9.5, fill=MUTED)
+            f.text(x0 + 4, y + 27, "SDPA: not measured on this batch", size=SIZE_SMALL, fill=MUTED)
     y = 62 + 50 * len(SHAPES)
     end = f.legend(10, y, [(WARPS[0], "v1 (lab05_bench)"),
                            (WARPS[2], "FlashAttention via SDPA, contiguous"),

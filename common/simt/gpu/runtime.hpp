@@ -6,6 +6,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>  // __pipeline_memcpy_async and friends (cp.async on sm_80+)
 #include <cuda_runtime.h>
 #include <mma.h>  // nvcuda::wmma, so that kernels written for both backends find it
 

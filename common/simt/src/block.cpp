@@ -87,6 +87,8 @@ void Block::thread_entry(ctx::transfer_t from) {
   Block& block = launching_emulator->block;
   KernelThread& thread = *block.current_;  // set by whoever switched here
   block.run_thread();
+  // Copies still in flight land when their thread ends, as they would on a GPU.
+  if (!block.aborting_ && !block.error_) block.land_copies(thread, thread.committed + 1);
   block.set_state(thread, ThreadState::Exited);
   block.warps_[thread.linear / 32].exited |= 1u << (thread.linear % 32);
   KernelThread* next = block.next_in_pass();

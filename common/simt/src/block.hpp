@@ -19,6 +19,15 @@ namespace simt::inline emu::detail {
 
 enum class ThreadState : std::uint8_t { Runnable, AtBarrier, AtWarp, Exited };
 
+/// One asynchronous copy a thread has started and not yet landed (see pipeline.cpp).
+struct AsyncCopy {
+  unsigned char* dst = nullptr;
+  unsigned char bytes[16] = {};  // the source's bytes, then the zero fill, as they will land
+  std::uint8_t size = 0;         // bytes written to dst: 4, 8 or 16
+  std::uint32_t group = 0;       // the commit group it belongs to (the thread's count then)
+  SourceSite site{nullptr, 0};
+};
+
 /// One CUDA thread of the running block.
 struct KernelThread {
   Fiber fiber;
@@ -34,6 +43,9 @@ struct KernelThread {
   int width = 0;
   std::uint64_t value = 0;
   std::uint64_t result = 0;
+  // Its asynchronous copies in flight, oldest first, and how many groups it has committed.
+  std::vector<AsyncCopy> copies;
+  std::uint32_t committed = 0;
 };
 
 /// Returns whether two call sites are the same file and line.
@@ -80,6 +92,9 @@ class Block {
 
   /// The running thread meets its whole warp in the wmma collective `op` (see wmma.cpp).
   void wmma(WarpOp op, const WmmaCall& call, SourceSite site);
+
+  /// Lands the running thread's asynchronous copies of every group before `group` (pipeline.cpp).
+  void land_copies(KernelThread& thread, std::uint32_t group);
 
   /// Makes the wmma fragments of the following launch follow `choice`'s element mapping.
   void use_wmma_mapping(ScheduleChoice choice) { wmma_mapping_.use_schedule(choice); }
