@@ -337,18 +337,22 @@ def first_message(g, root: Path = ROOT) -> tuple[object, list[str]]:
 
 # ---- where each known bug lives --------------------------------------------------------------
 
-def changed_lines(diff_lines: list[str]) -> list[int]:
+def changed_lines(diff_lines: list[str], solution: list[str] | None = None) -> list[int]:
     """The 1-based lines of the old file that a unified diff removes, or, for a hunk that only
-    adds, the line it adds before."""
+    adds, the line it adds before. Each hunk is placed where it applies in `solution` (its lines
+    may have moved since it was written), else at the line its header states."""
     from labkit import patches
     diff = patches.parse(diff_lines)
     out = []
-    for h in diff.hunks:
+    for number, h in enumerate(diff.hunks, start=1):
         line = h.old_start
+        if solution is not None:
+            try:
+                line = patches.locate(h, solution, number, "the diff") + 1
+            except patches.PatchError:
+                pass
         for text in h.lines:
-            if text[0] == "-":
-                out.append(line)
-            elif text[0] == "+":
+            if text[0] in "-+":
                 out.append(line)
             if text[0] in " -":
                 line += 1
@@ -363,7 +367,7 @@ def step_of_diff(lab: Lab, diff_lines: list[str], solution: str, chapter: str = 
     mutant's Chapter: section (a helper outside every region). "" when none."""
     steps = hints.load(lab, root)
     lines = solution.splitlines()
-    places = [hints.place_of_line(lines, n) for n in changed_lines(diff_lines)]
+    places = [hints.place_of_line(lines, n) for n in changed_lines(diff_lines, lines)]
     for want_mark in (True, False):
         for region, mark in places:
             if region and (mark or not want_mark):
@@ -374,10 +378,13 @@ def step_of_diff(lab: Lab, diff_lines: list[str], solution: str, chapter: str = 
 
 
 def mutant_steps(found: list, root: Path = ROOT) -> dict[str, dict]:
-    """NN-name/stem -> {"step", "caught_by"} of each catalogue mutant in `found`."""
+    """NN-name/stem -> {"step", "caught_by"} of each catalogue mutant in `found` that applies (a
+    stale one's step waits for its rewrite)."""
     from labkit import mutants
     out = {}
     for m in found:
+        if m.source is None:
+            continue
         _, diff, _ = mutants.split(m.path.read_text(encoding="utf-8"))
         solution = mutants.solution_path(m.lab, root).read_text(encoding="utf-8")
         out[f"{m.lab.room}/{m.stem}"] = {
