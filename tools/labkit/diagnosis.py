@@ -123,6 +123,18 @@ def catalogue(lab: Lab, root: Path = ROOT) -> Catalogue:
     return _CACHE[cache_key]
 
 
+def catalogue_with(m, root: Path = ROOT) -> Catalogue:
+    """The lab's recorded catalogue with mutant `m` (a mutants.Mutant that has run) as it is
+    now: its live failing tests, its step from its diff, its Caught by."""
+    from labkit import mutants
+    key = f"{m.lab.room}/{m.stem}"
+    steps = mutant_steps([m], root)
+    live = Known(key, steps.get(key, {}).get("step", ""), frozenset(mutants.failing_kinds(m)),
+                 tuple(m.caught_by))
+    cat = catalogue(m.lab, root).without(key)
+    return Catalogue(cat.known + ([live] if live.failing else []))
+
+
 def shipped_catalogue(root: Path = ROOT) -> str:
     """The text of SHIPPED for a release of the tree at `root`: one line per known bug,
     "NN-name/#i": {"step", "failing", "caught_by"}."""

@@ -34,7 +34,7 @@ HAND = HERE / "hand_bugs"
 HAND_RECORD = HAND / "hand_bugs.json"
 MEASURED = ("04", "05", "06", "07")
 # The issue asks for 90 % (the first message names the TODO that holds the bug, over the catalogue
-# mutants of labs 04-07 and the hand-planted bugs). Measured: 78 % (catalogue 46 of 48, hand bugs
+# mutants of labs 04-07 and the hand-planted bugs). Measured: 78 % (catalogue 50 of 53, hand bugs
 # 12 of 26). These bars guard what is reached, so that a change that loses ground fails; they are
 # not the issue's bar, which is not met (most bugs of labs 05-07 fail nearly every test, and a
 # failing set alone cannot tell their steps apart).
