@@ -33,6 +33,9 @@ from labkit.paths import ROOT
 
 RECORD = Path("tools") / "tests" / "mutants" / "first_shown.json"
 STEPS = Path("tools") / "tests" / "mutants" / "steps.json"
+# A student release has no mutants/ folders: `tools/lab release` writes what the diagnosis needs
+# here instead (shipped_catalogue), each known bug by lab and number, not by name.
+SHIPPED = Path("tools") / "labkit" / "known_bugs.json"
 # How much of a test's vote the chapter's table gets (its hint's § section) against the steps
 # of the known bugs that fail it. Chosen on the catalogue left one out, TODO named (0.3: 46 %,
 # 0.5: 50 %, 0.7: 52 %, 0.9: 50 %); the hand-planted bugs were measured after, not tuned on.
@@ -107,12 +110,44 @@ def catalogue(lab: Lab, root: Path = ROOT) -> Catalogue:
     cache_key = (str(root), lab.room)
     if cache_key not in _CACHE:
         record = _read_json(root / RECORD)
-        steps = _read_json(root / STEPS)
-        known = [Known(key, steps.get(key, {}).get("step", ""), failing_of(entry),
-                       tuple(steps.get(key, {}).get("caught_by", ())))
-                 for key, entry in sorted(record.items()) if key.split("/")[0] == lab.room]
+        if record:
+            steps = _read_json(root / STEPS)
+            entries = {key: {"failing": sorted(failing_of(entry)), **steps.get(key, {})}
+                       for key, entry in record.items()}
+        else:
+            entries = _read_json(root / SHIPPED)
+        known = [Known(key, e.get("step", ""), frozenset(e.get("failing", ())),
+                       tuple(e.get("caught_by", ())))
+                 for key, e in sorted(entries.items()) if key.split("/")[0] == lab.room]
         _CACHE[cache_key] = Catalogue([k for k in known if k.failing])
     return _CACHE[cache_key]
+
+
+def catalogue_with(m, root: Path = ROOT) -> Catalogue:
+    """The lab's recorded catalogue with mutant `m` (a mutants.Mutant that has run) as it is
+    now: its live failing tests, its step from its diff, its Caught by."""
+    from labkit import mutants
+    key = f"{m.lab.room}/{m.stem}"
+    steps = mutant_steps([m], root)
+    live = Known(key, steps.get(key, {}).get("step", ""), frozenset(mutants.failing_kinds(m)),
+                 tuple(m.caught_by))
+    cat = catalogue(m.lab, root).without(key)
+    return Catalogue(cat.known + ([live] if live.failing else []))
+
+
+def shipped_catalogue(root: Path = ROOT) -> str:
+    """The text of SHIPPED for a release of the tree at `root`: one line per known bug,
+    "NN-name/#i": {"step", "failing", "caught_by"}."""
+    record = _read_json(root / RECORD)
+    steps = _read_json(root / STEPS)
+    lines, numbers = [], {}
+    for key, entry in sorted(record.items()):
+        room = key.split("/")[0]
+        numbers[room] = numbers.get(room, 0) + 1
+        value = {"step": steps.get(key, {}).get("step", ""), "failing": sorted(failing_of(entry)),
+                 "caught_by": steps.get(key, {}).get("caught_by", [])}
+        lines.append(f"{json.dumps(f'{room}/#{numbers[room]}')}: {json.dumps(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
 def similarity(cat: Catalogue, a: frozenset, b: frozenset) -> float:
@@ -130,6 +165,7 @@ class Diagnosis:
     step: hints.Step | None       # where the closest known bugs live; None: no clear match
     score: float = 0.0            # the best match's similarity
     closest: list[str] = field(default_factory=list)   # the best-matching known bugs
+    located: bool = False         # the step is where a sanitizer or the emulator says it broke
 
 
 def step_weights(cat: Catalogue, test: str, steps: list[hints.Step], table: dict) -> dict:
@@ -210,7 +246,9 @@ def diagnose(tests: list, table: dict, lab: Lab, cat: Catalogue | None = None,
         return None
     fallback = grading.first_to_fix(tests, table, kind_of=lambda t: kinds[id(t)])
     if kinds[id(fallback)] in READ_FIRST:
-        return Diagnosis(fallback, None)
+        # It names a line: the step is the one that line belongs to, not a guess.
+        return Diagnosis(fallback, step_of_report(lab, getattr(fallback, "detail", ""), root),
+                         located=True)
     cat = catalogue(lab, root) if cat is None else cat
     failing = frozenset(t.key for t in failing_tests if kinds[id(t)] not in UNMATCHED)
     if not failing or not cat.known:
@@ -250,13 +288,30 @@ def diagnose(tests: list, table: dict, lab: Lab, cat: Catalogue | None = None,
     return Diagnosis(first, step, best, closest)
 
 
+def step_of_report(lab: Lab, detail: str, root: Path = ROOT) -> hints.Step | None:
+    """The step that owns the line of the student's file a sanitizer's or the emulator's report
+    names ("labs/06-x/starter.cpp:97 in ..."), read from the starter's /// [regions] and TODO
+    marks as it is now; None when it names no line of it."""
+    import re
+    m = re.search(rf"(?:labs/{re.escape(lab.room)}/)?starter\.cpp:(\d+)", detail or "")
+    if not m:
+        return None
+    path = lab.folder(root) / "starter.cpp"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    return hints.step_of_line(hints.load(lab, root), lines, int(m.group(1)))
+
+
 def step_line(d: Diagnosis, titles: dict[str, str]) -> str:
-    """"Failures like these usually come from TODO 5 of … (…): § …"."""
+    """"Failures like these usually come from TODO 5 of … (…): § …" (or, for a report that
+    names a line, "That line is in TODO 5 …")."""
     if d is None or d.step is None:
         return ""
     s = d.step
-    return (f"Failures like these usually come from {s.name()} ({s.title}): "
-            f"§ {titles.get(s.section, s.section)}")
+    lead = "That line is in" if d.located else "Failures like these usually come from"
+    return f"{lead} {s.name()} ({s.title}): § {titles.get(s.section, s.section)}"
 
 
 def crash_line(tests: list, lab: Lab) -> str:
@@ -272,11 +327,17 @@ def crash_line(tests: list, lab: Lab) -> str:
 
 def first_message(g, root: Path = ROOT) -> tuple[object, list[str]]:
     """For a graded lab (grading.LabGrade): the test to show first and the lines that follow its
-    hint (the step the closest known bugs live in; a note on crashes)."""
+    hint (the step the closest known bugs live in, or the one that owns the line a report names,
+    with that step's first hint instead of the test's; a note on crashes)."""
     from labkit import grading
     d = diagnose(g.tests, g.table, g.lab, root=root)
     if d is None:
         return None, []
+    if d.located and d.step is not None:
+        # The test's own hint is about what it checks, not about the line that broke.
+        d.first.hint = f"{grading.plain(d.step.levels[0])} (§ " + grading.section_titles(
+            (g.lab.folder(root) / "README.md").read_text(encoding="utf-8")).get(
+                d.step.section, d.step.section) + ")"
     readme = (g.lab.folder(root) / "README.md").read_text(encoding="utf-8")
     titles = grading.section_titles(readme)
     lines = [x for x in (step_line(d, titles), "" if kind_of_result(d.first) == "crashed" else
@@ -288,18 +349,22 @@ def first_message(g, root: Path = ROOT) -> tuple[object, list[str]]:
 
 # ---- where each known bug lives --------------------------------------------------------------
 
-def changed_lines(diff_lines: list[str]) -> list[int]:
+def changed_lines(diff_lines: list[str], solution: list[str] | None = None) -> list[int]:
     """The 1-based lines of the old file that a unified diff removes, or, for a hunk that only
-    adds, the line it adds before."""
+    adds, the line it adds before. Each hunk is placed where it applies in `solution` (its lines
+    may have moved since it was written), else at the line its header states."""
     from labkit import patches
     diff = patches.parse(diff_lines)
     out = []
-    for h in diff.hunks:
+    for number, h in enumerate(diff.hunks, start=1):
         line = h.old_start
+        if solution is not None:
+            try:
+                line = patches.locate(h, solution, number, "the diff") + 1
+            except patches.PatchError:
+                pass
         for text in h.lines:
-            if text[0] == "-":
-                out.append(line)
-            elif text[0] == "+":
+            if text[0] in "-+":
                 out.append(line)
             if text[0] in " -":
                 line += 1
@@ -314,7 +379,7 @@ def step_of_diff(lab: Lab, diff_lines: list[str], solution: str, chapter: str = 
     mutant's Chapter: section (a helper outside every region). "" when none."""
     steps = hints.load(lab, root)
     lines = solution.splitlines()
-    places = [hints.place_of_line(lines, n) for n in changed_lines(diff_lines)]
+    places = [hints.place_of_line(lines, n) for n in changed_lines(diff_lines, lines)]
     for want_mark in (True, False):
         for region, mark in places:
             if region and (mark or not want_mark):
@@ -325,10 +390,13 @@ def step_of_diff(lab: Lab, diff_lines: list[str], solution: str, chapter: str = 
 
 
 def mutant_steps(found: list, root: Path = ROOT) -> dict[str, dict]:
-    """NN-name/stem -> {"step", "caught_by"} of each catalogue mutant in `found`."""
+    """NN-name/stem -> {"step", "caught_by"} of each catalogue mutant in `found` that applies (a
+    stale one's step waits for its rewrite)."""
     from labkit import mutants
     out = {}
     for m in found:
+        if m.source is None:
+            continue
         _, diff, _ = mutants.split(m.path.read_text(encoding="utf-8"))
         solution = mutants.solution_path(m.lab, root).read_text(encoding="utf-8")
         out[f"{m.lab.room}/{m.stem}"] = {

@@ -208,13 +208,13 @@ def write_state(lab: Lab, state: dict[str, int], root: Path = ROOT) -> None:
 
 
 def render_step(lab: Lab, step: Step, shown_levels: int, root: Path = ROOT) -> list[str]:
-    from labkit import grading
+    from labkit import grading, reports
     readme = (lab.folder(root) / "README.md").read_text(encoding="utf-8")
     titles = grading.section_titles(readme)
     out = [f"Lab {lab.number}, {step.name()} — {step.title}"
            f"   (§ {titles.get(step.section, step.section)})"]
     for i in range(shown_levels):
-        out.append(grading.wrapped(grading.plain(step.levels[i], titles),
+        out.append(reports.wrapped(grading.plain(step.levels[i], titles),
                                    f"  {i + 1}. {LEVELS[i]}: ", 6))
     return out
 
@@ -225,22 +225,22 @@ def usage_line(lab: Lab) -> str:
             f"(tools/lab hint {lab.number} lists the steps).")
 
 
-def main(args) -> int:
+def main(args, root: Path = ROOT) -> int:
     from labkit.labs import pick
-    lab = pick([args.lab])[0]
+    lab = pick([args.lab], root)[0]
     try:
-        steps = load(lab)
+        steps = load(lab, root)
     except HintError as e:
         print(f"tools/lab hint: {e}")
         return 1
     if not steps:
-        print(f"tools/lab hint: lab {lab.number} has no hints ({path_of(lab)})")
+        print(f"tools/lab hint: lab {lab.number} has no hints ({path_of(lab, root)})")
         return 1
-    state = read_state(lab)
+    state = read_state(lab, root)
     if args.reset:
         for s in (find(steps, args.step) if args.step else steps):
             state.pop(s.id, None)
-        write_state(lab, state)
+        write_state(lab, state, root)
         print(f"tools/lab hint {lab.number}: hints start again from level 1"
               + (f" for {args.step}" if args.step else ""))
         return 0
@@ -261,8 +261,8 @@ def main(args) -> int:
     step = found[0]
     level = min(state.get(step.id, 0) + 1, len(LEVELS))
     state[step.id] = level
-    write_state(lab, state)
-    print("\n".join(render_step(lab, step, level)))
+    write_state(lab, state, root)
+    print("\n".join(render_step(lab, step, level, root)))
     if level < len(LEVELS):
         print(f"\n  (again for level {level + 1}: tools/lab hint {lab.number} {step.id})")
     else:

@@ -77,6 +77,20 @@ def why_more(t: Graded, command: str) -> str:
     return f"({' and '.join(parts)}: {command})" if parts else ""
 
 
+def skipped_line(g: LabGrade) -> str:
+    """Why some tests did not run: a CUDA twin without a GPU is no failure, and says so."""
+    gpu = [n for n, why in g.skipped.items() if "CUDA" in why or "GPU" in why]
+    others = {n: why for n, why in g.skipped.items() if n not in gpu}
+    parts = []
+    if gpu:
+        parts.append(f"{len(gpu)} CUDA twin{'s' if len(gpu) > 1 else ''} need{'' if len(gpu) > 1 else 's'} "
+                     "a GPU: not run and not graded here; their emulator twins ran")
+    if others:
+        parts.append(f"{len(others)} tests skipped and not graded: "
+                     + "; ".join(sorted(set(others.values()))))
+    return "; ".join(parts)
+
+
 def print_table(grades: list[LabGrade], build: Path, verbose: bool = False) -> None:
     width = terminal_width()
     for g in grades:
@@ -123,8 +137,7 @@ def print_table(grades: list[LabGrade], build: Path, verbose: bool = False) -> N
             for line in diagnosed:
                 print(wrapped(line, " " * 14, 14, width))
         if g.skipped:
-            reasons = "; ".join(sorted(set(g.skipped.values())))
-            print(f"  ({len(g.skipped)} tests skipped and not graded: {reasons})")
+            print(f"  ({skipped_line(g)})")
         print()
     total = sum(g.score for g in grades)
     most = sum(g.max_score for g in grades)

@@ -32,8 +32,10 @@ def snapshot(lab: Lab, impl: str) -> dict[str, tuple[int, int]]:
     return out
 
 
-def header(lab: Lab, impl: str, started: str) -> str:
-    return f"{CLEAR}tools/lab watch {lab.number} — {lab.title}   ({impl}, graded at {started})\n"
+def header(lab: Lab, impl: str, when: str) -> str:
+    """The screen's first line; `when` says where the grading stands ("grading since 10:02:11",
+    "graded 10:02:40, in 29 s")."""
+    return f"{CLEAR}tools/lab watch {lab.number} — {lab.title}   ({impl}, {when})\n"
 
 
 def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
@@ -77,7 +79,8 @@ def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
 def show(lab: Lab, build: Path, options: dict[str, str], impl: str, verbose: bool) -> dict[str, str]:
     """Grades the lab once and shows the result; returns the digest of the sources it graded."""
     started = time.strftime("%H:%M:%S")
-    print(header(lab, impl, started), flush=True)
+    start = time.monotonic()
+    print(header(lab, impl, f"grading since {started}"), flush=True)
     ticker = grading.BuildTicker()
 
     def say(text: str) -> None:   # only what a student needs to see while it builds
@@ -87,7 +90,8 @@ def show(lab: Lab, build: Path, options: dict[str, str], impl: str, verbose: boo
     with cmake.lock(build, f"watch {lab.number}", say):
         cmake.configure(build, options, quiet=True)
         g = grading.grade([lab], build, progress=say, tick=ticker)[0]
-    print(header(lab, impl, started) + "\n".join(report(g, build, verbose)))
+    finished = f"graded {time.strftime('%H:%M:%S')}, in {time.monotonic() - start:.0f} s"
+    print(header(lab, impl, finished) + "\n".join(report(g, build, verbose)))
     print(f"\nWatching labs/{lab.room}/ — save a file to grade again; Ctrl-C stops.", flush=True)
     return g.sources
 

@@ -34,7 +34,7 @@ HAND = HERE / "hand_bugs"
 HAND_RECORD = HAND / "hand_bugs.json"
 MEASURED = ("04", "05", "06", "07")
 # The issue asks for 90 % (the first message names the TODO that holds the bug, over the catalogue
-# mutants of labs 04-07 and the hand-planted bugs). Measured: 78 % (catalogue 46 of 48, hand bugs
+# mutants of labs 04-07 and the hand-planted bugs). Measured: 78 % (catalogue 50 of 53, hand bugs
 # 12 of 26). These bars guard what is reached, so that a change that loses ground fails; they are
 # not the issue's bar, which is not met (most bugs of labs 05-07 fail nearly every test, and a
 # failing set alone cannot tell their steps apart).
@@ -133,8 +133,12 @@ def rate(rows, strict: bool = False) -> float:
 @unittest.skipUnless(labs.has_solutions(), "a student release has no mutants")
 class Diagnosis(unittest.TestCase):
     def test_steps_record_is_up_to_date(self):
-        self.assertEqual(json.loads(STEPS.read_text()), mutant_steps(),
-                         "steps.json is stale: python3 tools/tests/test_diagnosis.py --steps")
+        recorded, now = json.loads(STEPS.read_text()), mutant_steps()
+        self.assertEqual({k: recorded.get(k) for k in now}, now,
+                         "steps.json is stale: tools/lab check --record (or python3 "
+                         "tools/tests/test_diagnosis.py --steps)")
+        self.assertEqual(set(recorded), {f"{m.lab.room}/{m.stem}" for m in
+                                         mutants.catalogue(labs.labs())})
 
     def test_every_mutant_has_a_step(self):
         for key, entry in json.loads(STEPS.read_text()).items():
@@ -164,6 +168,24 @@ class Diagnosis(unittest.TestCase):
         misses = "\n".join(str(r) for r in rows if todo_of(r[1]) != todo_of(r[3]))
         self.assertGreaterEqual(rate(rows), TARGET, misses)
         self.assertGreaterEqual(rate([r for r in rows if r[0] in hand]), HAND_TARGET, misses)
+
+    def test_a_release_ships_the_same_knowledge_without_the_names(self):
+        import shutil
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            release = Path(tmp)
+            (release / diagnosis.SHIPPED).parent.mkdir(parents=True)
+            text = diagnosis.shipped_catalogue()
+            (release / diagnosis.SHIPPED).write_text(text)
+            for lab in labs.pick(list(MEASURED)):
+                shipped = diagnosis.catalogue(lab, release)
+                here = diagnosis.catalogue(lab)
+                def facts(cat):
+                    return sorted((k.step, sorted(k.failing), k.caught_by) for k in cat.known)
+                self.assertEqual(facts(shipped), facts(here))
+                for m in mutants.catalogue([lab]):
+                    self.assertNotIn(m.stem, text, "a release names no mutant")
+            shutil.rmtree(release / "tools")
 
     def test_a_clear_match_leads_with_a_test_the_match_fails(self):
         lab = labs.pick(["06"])[0]
@@ -206,6 +228,15 @@ class Rule(unittest.TestCase):
             diagnosis.Known("x/b", "reduce.3", frozenset({"S.Wide"}))])
         d = diagnosis.diagnose([Failing("S.Wide", "wrong value")], self.table, self.lab, cat)
         self.assertIsNone(d.step)
+
+    def test_a_report_that_names_a_line_names_that_lines_step(self):
+        starter = (self.lab.folder() / "starter.cpp").read_text().splitlines()
+        line = next(i for i, l in enumerate(starter, 1) if "TODO 5." in l) + 1
+        report = Failing("S.Wide", "sanitizer report")
+        report.detail = f"labs/{self.lab.room}/starter.cpp:{line} in paged_attention_v2_kernel: ..."
+        d = diagnosis.diagnose([Failing("S.NarrowA", "wrong value"), report], self.table, self.lab,
+                               self.cat)
+        self.assertEqual((d.first.key, d.step.id, d.located), ("S.Wide", "attention.5", True))
 
     def test_a_sanitizer_report_keeps_its_place(self):
         d = diagnosis.diagnose([Failing("S.NarrowA", "wrong value"),
