@@ -6,7 +6,7 @@ The book is the Doxygen target `docs` of docs/CMakeLists.txt, configured on its 
 Doxygen warning is an error. The site lands in build/docs/html; this prints where to open it.
 With --check it then runs tools/docs_check.py: the book's structure, a link check over the
 generated HTML, and a browser check in headless, offline chromium (driven by Debian's Selenium
-and chromedriver) with the layout check at 1400 and 1920 px and a screenshot per page.
+and chromedriver) with the layout check at 1400, 1920 and 900 px and a screenshot per page.
 """
 from __future__ import annotations
 
@@ -64,6 +64,12 @@ def main(argv: list[str], ensure_packages: Callable[[list[str]], None]) -> int:
     ensure_packages(BUILD_PACKAGES + (CHECK_PACKAGES if args.check else []))
 
     html = build_dir / "html"
+    from docs_check import hints_check   # the hints beside the chapters are part of the book
+    bad_hints = hints_check(ROOT)
+    if bad_hints:
+        print("tools/lab docs: the hints (labs/NN-*/hints.json) have problems:\n  "
+              + "\n  ".join(bad_hints), file=sys.stderr)
+        return 1
     if not args.no_build:
         status, seconds = build(build_dir)
         if status != 0:

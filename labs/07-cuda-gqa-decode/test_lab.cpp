@@ -518,7 +518,9 @@ TEST_P(GqaDecode, PagingIsInvisibleBitForBit) {
   b.cfg.spare_blocks = 11;
   pa::testing::place_shuffled(b, rng);
   ASSERT_NE(a.blocks, b.blocks);
-  EXPECT_TRUE(BitIdentical(run(GetParam(), a, kTileTokens), run(GetParam(), b, kTileTokens)));
+  EXPECT_TRUE(BitIdentical(run(GetParam(), a, kTileTokens), run(GetParam(), b, kTileTokens),
+                           pa::testing::decode_labels(c.num_heads, "first placement",
+                                                      "second placement")));
 }
 
 TEST_P(GqaDecode, SchedulesAgreeBitForBit) {
@@ -540,8 +542,12 @@ TEST_P(GqaDecode, SchedulesAgreeBitForBit) {
   const Mat reverse = run(GetParam(), p, kPartition);
   simt::set_schedule(simt::Schedule::Random, 2024);
   const Mat shuffled = run(GetParam(), p, kPartition);
-  EXPECT_TRUE(BitIdentical(forward, reverse)) << "forward vs reverse";
-  EXPECT_TRUE(BitIdentical(forward, shuffled)) << "forward vs random:2024";
+  EXPECT_TRUE(BitIdentical(forward, reverse,
+                           pa::testing::decode_labels(c.num_heads, "forward schedule",
+                                                      "reverse schedule")));
+  EXPECT_TRUE(BitIdentical(forward, shuffled,
+                           pa::testing::decode_labels(c.num_heads, "forward schedule",
+                                                      "random:2024 schedule")));
   EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), forward));
 }
 /// [test_invariance]
