@@ -58,6 +58,13 @@ class SessionBase : public SessionImpl {
         head_size_(static_cast<int>(query.size(2))),
         max_num_blocks_per_seq_(static_cast<int>(block_tables.size(1))) {
     out_.fill_bytes(0xFF);  // NaN: an element the kernels forget to write cannot pass
+    // The names the emulator's memory checker gives an access past a buffer's end.
+    query_.set_name("query");
+    key_cache_.set_name("key_cache");
+    value_cache_.set_name("value_cache");
+    out_.set_name("out");
+    block_tables_.set_name("block_tables");
+    seq_lens_.set_name("seq_lens");
   }
 
   /// The same from a lab's struct of a call's operands: its query, key_cache, value_cache,

@@ -7,7 +7,9 @@
 //   SIMT_DYNAMIC_SHARED(type, name);                                   instead of extern __shared__
 //   simt::DeviceBuffer<T>, simt::KernelError, simt::cuda_device_count(),
 //   simt::max_dynamic_shared_bytes(kernel), simt::set_max_dynamic_shared_bytes(kernel, bytes),
-//   and nvcuda::wmma (CUDA's <mma.h> under nvcc, the emulator's subset in emu/wmma.hpp).
+//   nvcuda::wmma (CUDA's <mma.h> under nvcc, the emulator's subset in emu/wmma.hpp), and the
+//   asynchronous copies __pipeline_memcpy_async / __pipeline_commit / __pipeline_wait_prior
+//   (CUDA's <cuda_pipeline.h> under nvcc, emu/pipeline.hpp here).
 // SIMT_BACKEND names the backend's inline namespace (cuda or emu); put backend-specific code in
 // `namespace your::ns::SIMT_BACKEND` so both builds of one file can share an executable.
 #pragma once
@@ -26,5 +28,6 @@
 #include "simt/emu/fp16.hpp"
 #include "simt/emu/runtime.hpp"
 #include "simt/emu/wmma.hpp"
+#include "simt/emu/pipeline.hpp"
 
 #endif

@@ -74,17 +74,35 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v2_kernel(
   float* warp_rows = shared_mem + PARTITION_SIZE;  // [NUM_WARPS, HEAD_SIZE]
   __shared__ float red_smem[2 * NUM_WARPS];      // [max partials | sum partials]
 
+  // Warp w takes blocks w, w + NUM_WARPS, ...: the keys of its next block are loaded into a
+  // second register buffer before this block's dot product, so a warp always has a whole cache
+  // block's keys (4 KiB at fp16, head 128, block 16) on their way while it computes.
+  const auto k_block_of = [&](int i) {
+    return k_cache + static_cast<std::int64_t>(block_ids[i]) * kv_block_stride +
+           kv_head_idx * kv_head_stride;
+  };
   float qk_max = -FLT_MAX;  // meaningful on group rank 0
+  typename Thread::KeyVecs keys, next_keys;  // the register double buffer
+  if constexpr (Thread::DOUBLE_BUFFER_KEYS) {
+    if (me.warp_idx < num_blocks) me.load_keys(keys, k_block_of(me.warp_idx));
+  }
   for (int i = me.warp_idx; i < num_blocks; i += NUM_WARPS) {
-    const scalar_t* k_block = k_cache + static_cast<std::int64_t>(block_ids[i]) * kv_block_stride +
-                              kv_head_idx * kv_head_stride;
-    const float qk = me.qk(q_vecs, k_block, scale);
+    const bool more = i + NUM_WARPS < num_blocks;  // the same on every lane of the warp
+    if constexpr (Thread::DOUBLE_BUFFER_KEYS) {
+      if (more) me.load_keys(next_keys, k_block_of(i + NUM_WARPS));
+    } else {
+      me.load_keys(keys, k_block_of(i));
+    }
+    const float qk = me.qk(q_vecs, keys, scale);
     const int token_idx = start_token_idx + i * BLOCK_SIZE + me.thread_group_in_warp;
     if (me.thread_group_offset == 0) {
       // Rows past the sequence's end hold stale data (or NaN): store 0, keep the max.
       const bool past_end = token_idx >= end_token_idx;
       logits[token_idx - start_token_idx] = past_end ? 0.f : qk;
       qk_max = past_end ? qk_max : fmaxf(qk_max, qk);
+    }
+    if constexpr (Thread::DOUBLE_BUFFER_KEYS) {
+      if (more) keys = next_keys;
     }
   }
 
@@ -168,6 +186,7 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v2_reduce_kernel(
   // ---- Step 0 (given): who this thread is -------------------------------------------------
   constexpr int NUM_WARPS = NUM_THREADS / WARP_SIZE;
   constexpr int NUM_DIMS_PER_THREAD = ceil_div(HEAD_SIZE, NUM_THREADS);
+  constexpr int kInFlight = 8;  // partitions whose rows are loaded before any is used
   const int head_idx = blockIdx.x;
   const int num_heads = gridDim.x;
   const int seq_idx = blockIdx.y;
@@ -205,13 +224,25 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v2_reduce_kernel(
       denom += w * denom_row[first + thread_idx];
     }
     __syncthreads();  // the tile's weights are written
-    for (int j = 0; j < count; ++j) {
-      const float w = weights[j];
-      const float* acc_row = acc_rows + static_cast<std::int64_t>(first + j) * HEAD_SIZE;
+    // kInFlight partitions' rows at a time: their loads all issue before the first multiply,
+    // instead of one L2 round trip per partition.
+    for (int j0 = 0; j0 < count; j0 += kInFlight) {
+      float rows[kInFlight][NUM_DIMS_PER_THREAD];  // [kInFlight, NUM_DIMS_PER_THREAD]
 #pragma unroll
-      for (int k = 0; k < NUM_DIMS_PER_THREAD; ++k) {
-        const int d = thread_idx + k * NUM_THREADS;
-        if (d < HEAD_SIZE) accs[k] += w * acc_row[d];
+      for (int jj = 0; jj < kInFlight; ++jj) {
+        const float* acc_row = acc_rows + static_cast<std::int64_t>(first + j0 + jj) * HEAD_SIZE;
+#pragma unroll
+        for (int k = 0; k < NUM_DIMS_PER_THREAD; ++k) {
+          const int d = thread_idx + k * NUM_THREADS;
+          // A partition past the tile is never read (it may not exist): 0, weighted by 0.
+          rows[jj][k] = j0 + jj < count && d < HEAD_SIZE ? acc_row[d] : 0.f;
+        }
+      }
+#pragma unroll
+      for (int jj = 0; jj < kInFlight; ++jj) {
+        const float w = j0 + jj < count ? weights[j0 + jj] : 0.f;
+#pragma unroll
+        for (int k = 0; k < NUM_DIMS_PER_THREAD; ++k) accs[k] += w * rows[jj][k];
       }
     }
     __syncthreads();  // every thread is done with the tile before the next one overwrites it

@@ -321,46 +321,104 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   }
 
   // ---- Step 6: the fused merge: the last of the sequence's partitions to finish merges ----
-  __threadfence();  // this block's partials reach device scope before it is counted
-  __syncthreads();  // ... by every thread that wrote one
+  __syncthreads();  // every thread's partials are written (block scope) ...
   if (thread_idx == 0) {
+    // ... and thread 0's fence makes them, with everything the block wrote, visible at device
+    // scope before the block is counted: one fence per block, not one per thread.
+    __threadfence();
     int* arrived = arrivals + seq_idx * num_kv_heads + kv_head_idx;
-    const int before = atomicAdd(arrived, 1);
-    const int last = before == num_partitions - 1;
-    if (last) *arrived = 0;  // every partition has counted: ready for the next launch
+    const int last = atomicAdd(arrived, 1) == num_partitions - 1;
+    if (last) {
+      atomicExch(arrived, 0);  // every partition has counted: ready for the next launch
+      __threadfence();  // the others' partials are read only after seeing them counted
+    }
     *tiles.is_last = last;
   }
   __syncthreads();
   if (*tiles.is_last == 0) return;
-  __threadfence();  // read the other partitions' results only after seeing them counted
 
+  // Every thread of the last block merges. First the weights: row r's 8 threads fold the
+  // partitions' maxima into the global one M and sum the rescaled sums into the total; then
+  // partition p weighs w[r][p] = l_p e^(m_p - M) / total (lab 03's merge, normalized once).
+  float* weights = tiles.s;  // [kTileRows, kLdS] this chunk's w[r][p], kLdS >= kMergeChunk
+  constexpr int kMergeChunk = kTileTokens;  // partitions whose weights are staged at a time
+  static_assert(kMergeChunk <= Tiles::kLdS, "a chunk of weights fits a row of the score tile");
+  const float* row_max = max_logits + head * max_num_partitions;  // [max_num_partitions]
+  const float* row_sum = exp_sums + head * max_num_partitions;    // [max_num_partitions]
+  float global_max = -INFINITY;
+  float total = 0.f;
   if (row < group_size) {
-    const float* row_max = max_logits + head * max_num_partitions;  // [max_num_partitions]
-    const float* row_sum = exp_sums + head * max_num_partitions;    // [max_num_partitions]
-    const float* parts = tmp_out + head * max_num_partitions * HEAD_SIZE;  // [parts, HEAD]
-    float global_max = -INFINITY;
-    for (int p = 0; p < num_partitions; ++p) global_max = fmaxf(global_max, load_partial(row_max + p));
-    constexpr int DIMS_PER_THREAD = HEAD_SIZE / ROW_THREADS;
-    float acc[DIMS_PER_THREAD];  // [DIMS_PER_THREAD] dims row_lane, row_lane + 8, ...
+    for (int p = row_lane; p < num_partitions; p += ROW_THREADS) {
+      global_max = fmaxf(global_max, load_partial(row_max + p));
+    }
+  }
 #pragma unroll
-    for (int i = 0; i < DIMS_PER_THREAD; ++i) acc[i] = 0.f;
-    float total = 0.f;
-    for (int p = 0; p < num_partitions; ++p) {
-      // A partition's rows were normalized by its own sum; its weight in the whole is that sum,
-      // rescaled from its own max to the global one (lab 03's merge).
-      const float weight = load_partial(row_sum + p) * __expf(load_partial(row_max + p) - global_max);
-      total += weight;
+  for (int mask = ROW_THREADS / 2; mask >= 1; mask /= 2) {
+    global_max = fmaxf(global_max, __shfl_xor_sync(FULL_MASK, global_max, mask));
+  }
+  if (row < group_size) {
+    for (int p = row_lane; p < num_partitions; p += ROW_THREADS) {
+      total += load_partial(row_sum + p) * __expf(load_partial(row_max + p) - global_max);
+    }
+  }
 #pragma unroll
-      for (int i = 0; i < DIMS_PER_THREAD; ++i) {
-        acc[i] += weight * load_partial(parts + p * HEAD_SIZE + row_lane + i * ROW_THREADS);
+  for (int mask = ROW_THREADS / 2; mask >= 1; mask /= 2) {
+    total += __shfl_xor_sync(FULL_MASK, total, mask);
+  }
+  // total >= 1 on a real row: the max's partition has e^0 * l >= 1. Padding rows: unused.
+  const float inv_total = row < group_size ? __fdividef(1.f, total) : 0.f;
+
+  // Then the rows: thread t owns elements e = t, t + kNumThreads, ... of the group's
+  // [group_size, HEAD_SIZE] output (consecutive threads, consecutive dims: coalesced), and
+  // loads kInFlight partitions' values of each before it multiplies any.
+  constexpr int kInFlight = 8;
+  constexpr int ELEMS_PER_THREAD = kTileRows * HEAD_SIZE / kNumThreads;
+  static_assert(kTileRows * HEAD_SIZE % kNumThreads == 0, "whole elements per thread");
+  const float* parts = tmp_out + (std::int64_t{seq_idx} * num_heads + first_head) *
+                                     max_num_partitions * HEAD_SIZE;  // [G, parts, HEAD]
+  float acc[ELEMS_PER_THREAD];  // [ELEMS_PER_THREAD]
+#pragma unroll
+  for (int i = 0; i < ELEMS_PER_THREAD; ++i) acc[i] = 0.f;
+  for (int chunk = 0; chunk < num_partitions; chunk += kMergeChunk) {
+    const int count = imin(kMergeChunk, num_partitions - chunk);
+    if (row < group_size) {
+      for (int j = row_lane; j < count; j += ROW_THREADS) {
+        const int p = chunk + j;
+        weights[row * Tiles::kLdS + j] =
+            load_partial(row_sum + p) * __expf(load_partial(row_max + p) - global_max) * inv_total;
       }
     }
-    const float inv_total = __fdividef(1.f, total);  // total >= 1: the max's partition has >= 1
-    scalar_t* out_row = out + head * HEAD_SIZE;       // [HEAD_SIZE]
+    __syncthreads();  // the chunk's weights are visible to every thread
 #pragma unroll
-    for (int i = 0; i < DIMS_PER_THREAD; ++i) {
-      from_float(out_row[row_lane + i * ROW_THREADS], acc[i] * inv_total);
+    for (int i = 0; i < ELEMS_PER_THREAD; ++i) {
+      const int e = thread_idx + i * kNumThreads;
+      const int r = e / HEAD_SIZE;
+      const int d = e % HEAD_SIZE;
+      if (r >= group_size) continue;  // padding rows: nothing to merge, never written
+      const float* part = parts + std::int64_t{r} * max_num_partitions * HEAD_SIZE + d;
+      for (int j0 = 0; j0 < count; j0 += kInFlight) {
+        float v[kInFlight];  // [kInFlight] this element of kInFlight partitions
+#pragma unroll
+        for (int jj = 0; jj < kInFlight; ++jj) {
+          // a partition past the chunk is not read (it may not exist): 0, weighted by 0
+          v[jj] = j0 + jj < count
+                      ? load_partial(part + std::int64_t{chunk + j0 + jj} * HEAD_SIZE)
+                      : 0.f;
+        }
+#pragma unroll
+        for (int jj = 0; jj < kInFlight; ++jj) {
+          const float w = j0 + jj < count ? weights[r * Tiles::kLdS + j0 + jj] : 0.f;
+          acc[i] += w * v[jj];
+        }
+      }
     }
+    __syncthreads();  // every thread is done with the chunk's weights before the next
+  }
+  scalar_t* out_group = out + (std::int64_t{seq_idx} * num_heads + first_head) * HEAD_SIZE;
+#pragma unroll
+  for (int i = 0; i < ELEMS_PER_THREAD; ++i) {
+    const int e = thread_idx + i * kNumThreads;
+    if (e / HEAD_SIZE < group_size) from_float(out_group[e], acc[i]);  // [G, HEAD_SIZE] rows
   }
 }
 /// [gqa_decode_kernel]

@@ -207,13 +207,27 @@ class Progress:
 
 class BuildTicker:
     """On a terminal, "building… 37 s" on one line that counts up while a lab builds (the next
-    line printed through Progress or clear() replaces it)."""
+    line printed through Progress or clear() replaces it). Elsewhere (a log, CI, a pipe) a line
+    "lab 05 still building: 1:30 so far" after LOG_FIRST seconds and every LOG_EVERY after, so
+    that a long build (the first --asan one takes minutes) never looks stuck."""
     active = False
+    LOG_FIRST = 10   # a build shorter than this needs no word
+    LOG_EVERY = 30
 
-    def __init__(self, prefix: str = ""):
+    def __init__(self, prefix: str = "", tty: bool = True):
         self.prefix = prefix
+        self.tty = tty
+        self.logged: dict[str, int] = {}
 
     def __call__(self, lab: Lab, seconds: float) -> None:
+        if not self.tty:
+            due = self.LOG_FIRST + self.LOG_EVERY * self.logged.get(lab.number, 0)
+            if seconds >= due:
+                self.logged[lab.number] = self.logged.get(lab.number, 0) + 1
+                s = int(seconds)
+                print(f"{self.prefix}lab {lab.number} still building: {s // 60}:{s % 60:02d} so far",
+                      flush=True)
+            return
         sys.stdout.write(f"\r\033[K{self.prefix}lab {lab.number} building… {seconds:.0f} s")
         sys.stdout.flush()
         BuildTicker.active = True

@@ -238,7 +238,12 @@ def run(mutants: list[Mutant], build: Path) -> None:
                                   f"({', '.join(sorted(statuses))})")
         # A student with this bug sees this test first (watch, grade): it must be one of the tests
         # the mutant's header names, so its hint is one meant for this bug.
-        m.shown_first = grading.first_to_fix(list(m.results.values()), grading.read_table(m.lab))
+        # The catalogue it is diagnosed against holds this mutant as it runs now (a new or
+        # changed mutant is known to the diagnosis before it is recorded).
+        from labkit import diagnosis
+        d = diagnosis.diagnose(list(m.results.values()), grading.read_table(m.lab), m.lab,
+                               diagnosis.catalogue_with(m))
+        m.shown_first = d.first if d else None
         if m.shown_first is not None and m.shown_first.key not in m.caught_by:
             kind = grading.failure_kind(m.shown_first.status, m.shown_first.detail)
             m.problems.append(f"watch would show {m.shown_first.key} first ({kind}), which "

@@ -8,7 +8,7 @@ import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from labkit.grading import Graded, LabGrade, complete, failure_kind, first_to_fix
+from labkit.grading import Graded, LabGrade, complete, failure_kind
 from labkit.paths import shown
 
 COLUMNS = ("points", "result", "test", "where or why")
@@ -77,6 +77,20 @@ def why_more(t: Graded, command: str) -> str:
     return f"({' and '.join(parts)}: {command})" if parts else ""
 
 
+def skipped_line(g: LabGrade) -> str:
+    """Why some tests did not run: a CUDA twin without a GPU is no failure, and says so."""
+    gpu = [n for n, why in g.skipped.items() if "CUDA" in why or "GPU" in why]
+    others = {n: why for n, why in g.skipped.items() if n not in gpu}
+    parts = []
+    if gpu:
+        parts.append(f"{len(gpu)} CUDA twin{'s' if len(gpu) > 1 else ''} need{'' if len(gpu) > 1 else 's'} "
+                     "a GPU: not run and not graded here; their emulator twins ran")
+    if others:
+        parts.append(f"{len(others)} tests skipped and not graded: "
+                     + "; ".join(sorted(set(others.values()))))
+    return "; ".join(parts)
+
+
 def print_table(grades: list[LabGrade], build: Path, verbose: bool = False) -> None:
     width = terminal_width()
     for g in grades:
@@ -96,7 +110,8 @@ def print_table(grades: list[LabGrade], build: Path, verbose: bool = False) -> N
         else:   # a narrow terminal: the reasons go under the rows
             print(f"  {COLUMNS[0]:>6}  {COLUMNS[1]:<{status_width}}  {COLUMNS[2]}\n"
                   f"{'':{under}}{COLUMNS[3]}")
-        first = first_to_fix(g.tests, g.table)
+        from labkit import diagnosis
+        first, diagnosed = diagnosis.first_message(g)
         for t in g.tests:
             pts = f"{t.points}/{t.max_points}"
             row = f"  {pts:>6}  {t.status:<{status_width}}  {t.name:<{name_width}}  "
@@ -119,9 +134,10 @@ def print_table(grades: list[LabGrade], build: Path, verbose: bool = False) -> N
             kind = failure_kind(first.status, first.detail)
             print(wrapped(f"{first.name} ({kind}; tools/lab watch {lab.number} shows it first)",
                           "  Start with: ", 14, width))
+            for line in diagnosed:
+                print(wrapped(line, " " * 14, 14, width))
         if g.skipped:
-            reasons = "; ".join(sorted(set(g.skipped.values())))
-            print(f"  ({len(g.skipped)} tests skipped and not graded: {reasons})")
+            print(f"  ({skipped_line(g)})")
         print()
     total = sum(g.score for g in grades)
     most = sum(g.max_score for g in grades)
@@ -130,6 +146,11 @@ def print_table(grades: list[LabGrade], build: Path, verbose: bool = False) -> N
                   "Full output of one test: ", 2, width))
     if len(grades) > 1:
         print("Grade one lab: tools/lab grade NN")
+    from labkit import hints
+    unfinished = [g for g in grades if g.built and g.score < g.max_score
+                  and any(t.status not in ("not implemented", "passed") for t in g.tests)]
+    if unfinished:
+        print(wrapped(hints.usage_line(unfinished[0].lab), "", 0, width))
     print(wrapped(exit_line(grades), "", 0, width))
 
 

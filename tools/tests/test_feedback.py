@@ -116,6 +116,13 @@ class FailureText(unittest.TestCase):
                          "read outside a buffer")
         self.assertEqual(testrun.sanitizer_report(ASAN.replace("READ of", "WRITE of"))[0],
                          "wrote outside a buffer")
+        shared = (ASAN.replace("make_pool /w/labs/04-varlen-batch/test_lab.cpp:40:3",
+                               "simt::detail::DynamicShared::DynamicShared(unsigned long) "
+                               "/w/common/simt/src/launch.cpp:72:9"))
+        self.assertEqual(testrun.sanitizer_report(shared)[1],
+                         "labs/04-varlen-batch/starter.cpp:97 in attn_paged: 2056 bytes before "
+                         "the dynamic shared memory of attn_paged (40960 bytes: what "
+                         "SIMT_DYNAMIC_SHARED hands out)")
         self.assertEqual(testrun.sanitizer_report(UBSAN),
                          ("undefined behaviour", "labs/02-online-softmax/starter.cpp:51 in merge: "
                           "signed integer overflow: 2147483647 + 1 cannot be represented in "

@@ -3,7 +3,7 @@
 
 The mutants' failing tests and their kinds are recorded in tools/tests/mutants/first_shown.json
 (one line per mutant; the format is in labkit/mutants.py), so this runs in a second without
-building the mutants; the rule (grading.first_to_fix), the chapters' tables and the Caught by
+building the mutants; the rule (diagnosis.diagnose), the chapters' tables and the Caught by
 lines are the live ones. `tools/lab mutants` and `tools/lab check` make the same check on freshly
 built mutants. After a change to a lab's tests or its table, record again:
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from labkit import grading, labs, mutants  # noqa: E402
+from labkit import diagnosis, grading, labs, mutants  # noqa: E402
 
 
 class Failing:
@@ -41,8 +41,8 @@ class FirstShown(unittest.TestCase):
             with self.subTest(key):
                 for kind in failing.values():
                     self.assertIn(kind, grading.KINDS, f"{key}: a kind the grader does not know")
-                shown = grading.first_to_fix([Failing(k, v) for k, v in failing.items()],
-                                             grading.read_table(m.lab), kind_of=lambda t: t.kind)
+                shown = diagnosis.diagnose([Failing(k, v) for k, v in failing.items()],
+                                           grading.read_table(m.lab), m.lab).first
                 self.assertIsNotNone(shown, f"{key}: recorded with no failing test")
                 self.assertIn(shown.key, m.caught_by,
                               f"{key}: watch shows {shown.key} first ({shown.kind}); Caught by: "

@@ -6,6 +6,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>  // __pipeline_memcpy_async and friends (cp.async on sm_80+)
 #include <cuda_runtime.h>
 #include <mma.h>  // nvcuda::wmma, so that kernels written for both backends find it
 
@@ -48,6 +49,8 @@ struct CudaMemory {
   static void fill(void* p, unsigned char byte, std::size_t bytes) {
     check(cudaMemset(p, byte, bytes), "DeviceBuffer::fill_bytes");
   }
+  static void name(const void*, const char*) {}  // compute-sanitizer names buffers by address
+
 };
 
 }  // namespace detail

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "checker.hpp"
 #include "fiber.hpp"
 #include "random.hpp"
 #include "simt/emu/runtime.hpp"
@@ -18,6 +19,15 @@
 namespace simt::inline emu::detail {
 
 enum class ThreadState : std::uint8_t { Runnable, AtBarrier, AtWarp, Exited };
+
+/// One asynchronous copy a thread has started and not yet landed (see pipeline.cpp).
+struct AsyncCopy {
+  unsigned char* dst = nullptr;
+  unsigned char bytes[16] = {};  // the source's bytes, then the zero fill, as they will land
+  std::uint8_t size = 0;         // bytes written to dst: 4, 8 or 16
+  std::uint32_t group = 0;       // the commit group it belongs to (the thread's count then)
+  SourceSite site{nullptr, 0};
+};
 
 /// One CUDA thread of the running block.
 struct KernelThread {
@@ -34,6 +44,9 @@ struct KernelThread {
   int width = 0;
   std::uint64_t value = 0;
   std::uint64_t result = 0;
+  // Its asynchronous copies in flight, oldest first, and how many groups it has committed.
+  std::vector<AsyncCopy> copies;
+  std::uint32_t committed = 0;
 };
 
 /// Returns whether two call sites are the same file and line.
@@ -58,7 +71,7 @@ struct AbortBlock {};
 
 class Block {
  public:
-  explicit Block(StackPool& stacks) : stacks_(stacks) {}
+  Block(StackPool& stacks, Checker& checker) : stacks_(stacks), checker_(checker) {}
 
   /// Runs block `index` (of `dim` threads) to the end; rethrows the first exception a kernel
   /// thread throws and throws KernelError when the block cannot go on.
@@ -80,6 +93,12 @@ class Block {
 
   /// The running thread meets its whole warp in the wmma collective `op` (see wmma.cpp).
   void wmma(WarpOp op, const WmmaCall& call, SourceSite site);
+
+  /// Throws the memory checker's report, if it has one, in the running thread.
+  void raise_checker_error();
+
+  /// Lands the running thread's asynchronous copies of every group before `group` (pipeline.cpp).
+  void land_copies(KernelThread& thread, std::uint32_t group);
 
   /// Makes the wmma fragments of the following launch follow `choice`'s element mapping.
   void use_wmma_mapping(ScheduleChoice choice) { wmma_mapping_.use_schedule(choice); }
@@ -116,6 +135,7 @@ class Block {
   std::string describe_stall() const;
 
   StackPool& stacks_;
+  Checker& checker_;
   Fiber scheduler_;  // the OS thread's own context, where run() waits while a pass runs
   const KernelBody* body_ = nullptr;
   LaunchProbe* probe_ = nullptr;
@@ -144,6 +164,7 @@ inline bool same_collective(const KernelThread& a, const KernelThread& b) {
 struct Emulator {
   Emulator();
   StackPool stacks;
+  Checker checker;
   Block block;
   bool launching = false;                   // inside simt::launch
   unsigned char* dynamic_shared = nullptr;  // the launch's dynamic shared memory

@@ -3,6 +3,7 @@
 // sm_80 and sm_90 by common/simt/CMakeLists.txt when CMake finds CUDA). Nothing runs it: this
 // machine has no GPU.
 #include "portable_kernels.hpp"
+#include "portable_pipeline.hpp"
 #include "portable_wmma.hpp"
 
 namespace simt_tests::SIMT_BACKEND {
@@ -17,6 +18,9 @@ void probe_every_driver() {
   (void)reverse_blocks(values, 128, 64);
   (void)round_trip(values);
   (void)simt::cuda_device_count();
+  (void)async_copy_groups(values);
+  (void)async_copy_zfill(values, 4);
+  (void)async_copy_neighbour(values, 64, true);
 }
 
 /// Instantiates the wmma GEMM for both input types and every layout of A and B.

@@ -69,7 +69,7 @@ inline void context_fits(int max_seq_len, int limit_tokens, std::size_t limit_by
                  " tokens: v1 keeps every logit in shared memory and this block may use at most " +
                  std::to_string(limit_bytes) + " bytes on the " + backend +
                  " backend; for longer contexts split the KV sequence across thread blocks "
-                 "(split-KV, vLLM's paged_attention_v2, lab 03)",
+                 "(split-KV, vLLM's paged_attention_v2: lab 06; the algebra: lab 03)",
              std::to_string(max_seq_len));
 }
 

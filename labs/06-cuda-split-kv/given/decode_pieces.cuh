@@ -17,16 +17,28 @@ namespace {
 template <typename scalar_t, int HEAD_SIZE, int BLOCK_SIZE, int NUM_THREADS>
 struct DecodeGeometry {
   // q·k: a thread group of THREAD_GROUP_SIZE threads takes one token (row) of a cache block, so
-  // a warp covers one cache block per step; the group loads 16 bytes of the key at a time,
-  // VEC_SIZE elements per thread.
+  // a warp covers one cache block per step. Unlike lab 05 (16 bytes per *group*), each thread
+  // loads 16 bytes at a time, a whole x-chunk of the key cache, where the head divides into
+  // them (VEC_SIZE halves until it does: head 80 or 112 over 4-thread groups): the widest
+  // loads, the fewest of them, and more bytes per instruction in flight.
   static constexpr int THREAD_GROUP_SIZE = imax(WARP_SIZE / BLOCK_SIZE, 1);
   static constexpr int NUM_THREAD_GROUPS = NUM_THREADS / THREAD_GROUP_SIZE;
   static constexpr int NUM_WARPS = NUM_THREADS / WARP_SIZE;
-  static constexpr int VEC_SIZE =
-      imax(16 / (THREAD_GROUP_SIZE * static_cast<int>(sizeof(scalar_t))), 1);
+  static constexpr int x = 16 / static_cast<int>(sizeof(scalar_t));  // key_cache's last extent
+  static constexpr int widest_vec() {
+    int v = x;
+    while (v > 1 && HEAD_SIZE % (THREAD_GROUP_SIZE * v) != 0) v /= 2;
+    return v;
+  }
+  static constexpr int VEC_SIZE = widest_vec();
   static constexpr int NUM_ELEMS_PER_THREAD = HEAD_SIZE / THREAD_GROUP_SIZE;
   static constexpr int NUM_VECS_PER_THREAD = NUM_ELEMS_PER_THREAD / VEC_SIZE;
-  static constexpr int x = 16 / static_cast<int>(sizeof(scalar_t));  // key_cache's last extent
+  // The key loop keeps the next cache block's keys in a second register buffer, loaded before
+  // the current block's dot product, when the two buffers fit in 64 registers (128 bytes each):
+  // fp16/bf16 at head 128 over 2-thread groups (block 16), the benchmarked shapes. Larger
+  // per-thread keys (block 32, head 256, float32) load one block at a time instead of spilling.
+  static constexpr bool DOUBLE_BUFFER_KEYS =
+      NUM_ELEMS_PER_THREAD * static_cast<int>(sizeof(scalar_t)) <= 128;  // 32 registers each
   // weights times V: a lane reads V_VEC_SIZE tokens of one dimension (16 bytes) at a time;
   // NUM_V_VECS_PER_ROW lanes cover one row of a block, a warp NUM_ROWS_PER_ITER rows per pass,
   // and NUM_ROWS_PER_THREAD passes cover the head.
@@ -38,6 +50,10 @@ struct DecodeGeometry {
   using Q_vec = Vec<scalar_t, VEC_SIZE>;
   using K_vec = Vec<scalar_t, VEC_SIZE>;
   using V_vec = Vec<scalar_t, V_VEC_SIZE>;
+  /// One thread's share of one token's key, in registers: [NUM_VECS_PER_THREAD] vecs.
+  struct KeyVecs {
+    K_vec vecs[NUM_VECS_PER_THREAD];
+  };
   /// The query in shared memory, [THREAD_GROUP_SIZE, NUM_VECS_PER_THREAD]: row r holds the vecs
   /// that a group's rank-r thread multiplies (vec r, r + THREAD_GROUP_SIZE, ...).
   using QueryVecs = Q_vec[THREAD_GROUP_SIZE][NUM_VECS_PER_THREAD];
@@ -80,30 +96,41 @@ struct DecodeThread : DecodeGeometry<scalar_t, HEAD_SIZE, BLOCK_SIZE, NUM_THREAD
     }
   }
 
-  /// Returns scale * (q · k) for the token in row thread_group_in_warp of one cache block, on
-  /// every thread of the group. k_block: key_cache[physical block, kv head],
-  /// [HEAD_SIZE / x, BLOCK_SIZE, x]. The row may lie past the sequence's end: masking the
-  /// result is the caller's business.
-  __device__ float qk(const typename G::QueryVecs& q_vecs, const scalar_t* k_block,
-                      float scale) const {
+  /// Issues the loads of this thread's share of the key in row thread_group_in_warp of one
+  /// cache block into `keys` and returns at once: nothing reads them until qk. k_block:
+  /// key_cache[physical block, kv head], [HEAD_SIZE / x, BLOCK_SIZE, x].
+  __device__ void load_keys(typename G::KeyVecs& keys, const scalar_t* k_block) const {
     const scalar_t* k_ptr = k_block + thread_group_in_warp * G::x;  // [HEAD_SIZE / x, ., x]
-    typename G::K_vec k_vecs[G::NUM_VECS_PER_THREAD];
 #pragma unroll
     for (int j = 0; j < G::NUM_VECS_PER_THREAD; ++j) {
       const int d = (thread_group_offset + j * G::THREAD_GROUP_SIZE) * G::VEC_SIZE;  // first dim
-      k_vecs[j] = *reinterpret_cast<const typename G::K_vec*>(
+      keys.vecs[j] = *reinterpret_cast<const typename G::K_vec*>(
           k_ptr + (d / G::x) * BLOCK_SIZE * G::x + d % G::x);
     }
+  }
+
+  /// Returns scale * (q · k) for the key `keys` holds (load_keys), on every thread of the group.
+  /// The row may lie past the sequence's end: masking the result is the caller's business.
+  __device__ float qk(const typename G::QueryVecs& q_vecs, const typename G::KeyVecs& keys,
+                      float scale) const {
     float sum = 0.f;
 #pragma unroll
     for (int j = 0; j < G::NUM_VECS_PER_THREAD; ++j) {
-      sum += dot(q_vecs[thread_group_offset][j], k_vecs[j]);
+      sum += dot(q_vecs[thread_group_offset][j], keys.vecs[j]);
     }
 #pragma unroll
     for (int lane_mask = G::THREAD_GROUP_SIZE / 2; lane_mask >= 1; lane_mask >>= 1) {
       sum += __shfl_xor_sync(FULL_MASK, sum, lane_mask);
     }
     return sum * scale;
+  }
+
+  /// load_keys then qk: one cache block's logit with its loads not overlapped with anything.
+  __device__ float qk(const typename G::QueryVecs& q_vecs, const scalar_t* k_block,
+                      float scale) const {
+    typename G::KeyVecs keys;
+    load_keys(keys, k_block);
+    return qk(q_vecs, keys, scale);
   }
 
   /// The first of the V_VEC_SIZE columns (tokens of a cache block) this lane reads.

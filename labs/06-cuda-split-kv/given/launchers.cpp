@@ -75,6 +75,11 @@ class Session final : public SessionBase {
     exp_sums_ = nan_floats(partials);    // [num_seqs, num_heads, max_num_partitions]
     max_logits_ = nan_floats(partials);  // [num_seqs, num_heads, max_num_partitions]
     tmp_out_ = nan_floats(partials * static_cast<std::size_t>(head_size_));  // [.., head_size]
+    // The names the emulator's memory checker gives an access past these buffers' ends
+    // (SessionBase names the operands).
+    exp_sums_.set_name("exp_sums");
+    max_logits_.set_name("max_logits");
+    tmp_out_.set_name("tmp_out");
   }
 
   void launch() override {

@@ -1,0 +1,104 @@
+// Kernels that use CUDA's asynchronous copies (<cuda_pipeline.h>), written once for both
+// backends: test_pipeline.cpp runs them on the emulator, cuda_probe.cu compiles them with nvcc.
+// Each one records what a thread sees in its destination at a chosen moment, so the tests can
+// say when the bytes landed.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "simt/cuda.hpp"
+
+namespace simt_tests::SIMT_BACKEND {
+
+/// [async_copy_two_groups]
+/// Thread t copies src[4t .. 4t+3] (16 bytes) into its own shared slot in two groups of two
+/// floats each, and writes what its slot holds: before any wait (seen[0..3]), after
+/// __pipeline_wait_prior(1) (seen[4..7]: the first group only) and after
+/// __pipeline_wait_prior(0) (seen[8..11]). The slot starts as -1 in every float.
+__global__ void async_copy_groups_kernel(const float* __restrict__ src, float* __restrict__ seen) {
+  __shared__ __align__(16) float slots[32][4];  // [threads, 4]
+  const int t = static_cast<int>(threadIdx.x);
+  for (int i = 0; i < 4; ++i) slots[t][i] = -1.0f;
+  __pipeline_memcpy_async(&slots[t][0], &src[4 * t], 8);  // group 0: floats 0 and 1
+  __pipeline_commit();
+  __pipeline_memcpy_async(&slots[t][2], &src[4 * t + 2], 8);  // group 1: floats 2 and 3
+  __pipeline_commit();
+  for (int i = 0; i < 4; ++i) seen[12 * t + i] = slots[t][i];
+  __pipeline_wait_prior(1);
+  for (int i = 0; i < 4; ++i) seen[12 * t + 4 + i] = slots[t][i];
+  __pipeline_wait_prior(0);
+  for (int i = 0; i < 4; ++i) seen[12 * t + 8 + i] = slots[t][i];
+}
+/// [async_copy_two_groups]
+
+/// Thread t copies 16 bytes with `zfill` of them zero-filled into its shared slot (which starts
+/// as -1 in every float), waits, and writes the slot to out[4t .. 4t+3].
+__global__ void async_copy_zfill_kernel(const float* __restrict__ src, float* __restrict__ out,
+                                        int zfill) {
+  __shared__ __align__(16) float slots[32][4];  // [threads, 4]
+  const int t = static_cast<int>(threadIdx.x);
+  for (int i = 0; i < 4; ++i) slots[t][i] = -1.0f;
+  __pipeline_memcpy_async(&slots[t][0], &src[4 * t], 16, static_cast<std::size_t>(zfill));
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  for (int i = 0; i < 4; ++i) out[4 * t + i] = slots[t][i];
+}
+
+/// [async_copy_staged]
+/// The pattern of a pipelined kernel: each thread copies one float of the tile into shared
+/// memory, waits for its own copy, and only after a barrier reads its neighbour's float. With
+/// `wait_first` false the wait comes after the barrier instead, which is a bug (the neighbour's
+/// copy may not have landed when the neighbour passes the barrier); `out` receives what thread t
+/// read of slot (t + 1) % blockDim.x.
+__global__ void async_copy_neighbour_kernel(const float* __restrict__ src, float* __restrict__ out,
+                                            bool wait_first) {
+  __shared__ __align__(16) float tile[64];  // [threads]
+  const int t = static_cast<int>(threadIdx.x);
+  const int n = static_cast<int>(blockDim.x);
+  tile[t] = -1.0f;
+  __syncthreads();  // every slot holds -1 before any copy starts
+  __pipeline_memcpy_async(&tile[t], &src[t], 4);
+  __pipeline_commit();
+  if (wait_first) __pipeline_wait_prior(0);
+  __syncthreads();
+  if (!wait_first) __pipeline_wait_prior(0);
+  out[t] = tile[(t + 1) % n];
+}
+/// [async_copy_staged]
+
+// ---- Host drivers --------------------------------------------------------------------------
+
+/// Runs async_copy_groups_kernel over 32 threads; returns seen, [32, 12].
+inline std::vector<float> async_copy_groups(const std::vector<float>& src) {
+  simt::DeviceBuffer<float> d_src(src.size()), d_seen(32 * 12);
+  d_src.upload(src.data(), src.size());
+  simt::launch(async_copy_groups_kernel, dim3(1), dim3(32), 0, d_src.data(), d_seen.data());
+  std::vector<float> seen(32 * 12);
+  d_seen.download(seen.data(), seen.size());
+  return seen;
+}
+
+/// Runs async_copy_zfill_kernel over 32 threads; returns out, [32, 4].
+inline std::vector<float> async_copy_zfill(const std::vector<float>& src, int zfill) {
+  simt::DeviceBuffer<float> d_src(src.size()), d_out(32 * 4);
+  d_src.upload(src.data(), src.size());
+  simt::launch(async_copy_zfill_kernel, dim3(1), dim3(32), 0, d_src.data(), d_out.data(), zfill);
+  std::vector<float> out(32 * 4);
+  d_out.download(out.data(), out.size());
+  return out;
+}
+
+/// Runs async_copy_neighbour_kernel over `threads` threads; returns out, [threads].
+inline std::vector<float> async_copy_neighbour(const std::vector<float>& src, int threads,
+                                               bool wait_first) {
+  simt::DeviceBuffer<float> d_src(src.size()), d_out(static_cast<std::size_t>(threads));
+  d_src.upload(src.data(), src.size());
+  simt::launch(async_copy_neighbour_kernel, dim3(1), dim3(static_cast<unsigned>(threads)), 0,
+               d_src.data(), d_out.data(), wait_first);
+  std::vector<float> out(static_cast<std::size_t>(threads));
+  d_out.download(out.data(), out.size());
+  return out;
+}
+
+}  // namespace simt_tests::SIMT_BACKEND
