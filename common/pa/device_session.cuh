@@ -73,16 +73,16 @@ class SessionBase : public SessionImpl {
   explicit SessionBase(const Args& a)
       : SessionBase(a.query, a.key_cache, a.value_cache, a.block_tables, a.seq_lens) {}
 
-  DType dtype_;                                    // of query, both caches and out
-  std::vector<std::int64_t> out_shape_;            // query's: [num_seqs, num_heads, head_size]
-  simt::DeviceBuffer<unsigned char> query_;        // [num_seqs, num_heads, head_size] of dtype_
-  simt::DeviceBuffer<unsigned char> key_cache_;    // the lab's key cache layout, of dtype_
-  simt::DeviceBuffer<unsigned char> value_cache_;  // the lab's value cache layout, of dtype_
-  simt::DeviceBuffer<unsigned char> out_;          // [num_seqs, num_heads, head_size] of dtype_
-  simt::DeviceBuffer<std::int32_t> block_tables_;  // [num_seqs, max_num_blocks_per_seq]
-  simt::DeviceBuffer<std::int32_t> seq_lens_;      // [num_seqs]
-  int num_seqs_, num_heads_, head_size_;           // query's extents
-  int max_num_blocks_per_seq_;                     // block_tables' second extent
+  DType dtype_;                                    ///< of query, both caches and out
+  std::vector<std::int64_t> out_shape_;            ///< query's: [num_seqs, num_heads, head_size]
+  simt::DeviceBuffer<unsigned char> query_;        ///< [num_seqs, num_heads, head_size] of dtype_
+  simt::DeviceBuffer<unsigned char> key_cache_;    ///< the lab's key cache layout, of dtype_
+  simt::DeviceBuffer<unsigned char> value_cache_;  ///< the lab's value cache layout, of dtype_
+  simt::DeviceBuffer<unsigned char> out_;          ///< [num_seqs, num_heads, head_size] of dtype_
+  simt::DeviceBuffer<std::int32_t> block_tables_;  ///< [num_seqs, max_num_blocks_per_seq]
+  simt::DeviceBuffer<std::int32_t> seq_lens_;      ///< [num_seqs]
+  int num_seqs_, num_heads_, head_size_;           ///< query's extents
+  int max_num_blocks_per_seq_;                     ///< block_tables' second extent
 
  private:
   std::vector<simt::DeviceSpan> cache_spans() const {

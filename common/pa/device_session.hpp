@@ -27,10 +27,15 @@ namespace pa {
 class SessionImpl {
  public:
   virtual ~SessionImpl() = default;
+  /// Runs the lab's kernels once on the device copies.
   virtual void launch() = 0;
+  /// Copies the output to `out` (query's dtype and shape).
   virtual void download(Tensor& out) const = 0;
+  /// launch(), flushed and timed; its seconds.
   virtual double timed_launch() = 0;
+  /// The read-only yardstick over both caches, timed alike; its seconds.
   virtual double timed_read_roofline() = 0;
+  /// A device-to-device copy of both caches, timed alike; its seconds.
   virtual double timed_cache_copy() = 0;
 };
 
@@ -43,6 +48,8 @@ class SessionImpl {
 class DeviceSession {
  public:
   ~DeviceSession() = default;
+  /// Sessions move (the bench programs keep them in std::unique_ptr or by value); they are not
+  /// copied: the device memory has one owner.
   DeviceSession(DeviceSession&&) noexcept = default;
   DeviceSession& operator=(DeviceSession&&) noexcept = default;
 

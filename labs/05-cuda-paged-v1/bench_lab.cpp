@@ -36,7 +36,7 @@
 
 #include "paged_attention_v1.hpp"
 #include "pa/bench.hpp"
-#include "pa/kv_layouts.hpp"
+#include "pa/bench_batches.hpp"
 #include "pa/testing.hpp"
 #include "simt/cuda.hpp"  // the emulator's CUDA dialect, for the barrier kernels below
 
@@ -99,7 +99,7 @@ void BM_BaselineNoBarrierRound(benchmark::State& state) {
 }
 BENCHMARK(BM_BaselineNoBarrierRound)->Unit(benchmark::kMicrosecond);
 
-// ---- A decode batch in the lab's layouts (pa/kv_layouts.hpp) --------------------------------
+// ---- A decode batch in the lab's layouts (pa/bench_batches.hpp) ----------------------------
 
 constexpr DType kDType = DType::kFloat16;
 constexpr int kHeadSize = 128;

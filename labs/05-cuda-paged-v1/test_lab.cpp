@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "pa/kv_layouts.hpp"
+#include "pa/decode_problems.hpp"
 #include "pa/simt_testing.hpp"
 #include "pa/testing.hpp"
 #include "paged_attention_v1.hpp"
@@ -35,14 +35,14 @@ constexpr double kLogitSpread = 4.0;
 
 /// [tolerances]
 // The per-dtype tolerance every decode kernel of these labs is held to, and why it is that size:
-// pa::testing::decode_tolerance (pa/kv_layouts.hpp).
+// pa::testing::decode_tolerance (pa/decode_problems.hpp).
 using Tolerance = pa::testing::DecodeTolerance;
 Tolerance tolerance(DType dtype) {
   return pa::testing::decode_tolerance(dtype);
 }
 /// [tolerances]
 
-// ---- The operands: pa/kv_layouts.hpp writes them in vLLM's V0 layout ----------------------
+// ---- The operands: pa/decode_problems.hpp writes them in vLLM's V0 layout ----------------------
 
 using pa::testing::blocks_for;
 using pa::testing::DecodeConfig;

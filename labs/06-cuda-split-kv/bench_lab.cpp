@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "pa/bench.hpp"
-#include "pa/kv_layouts.hpp"
+#include "pa/bench_batches.hpp"
 #include "pa/testing.hpp"
 #include "paged_attention_v1.hpp"  // lab 05: v1, timed beside v2
 #include "paged_attention_v2.hpp"

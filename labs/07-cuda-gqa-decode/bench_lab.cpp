@@ -38,7 +38,7 @@
 
 #include "gqa_decode.hpp"
 #include "pa/bench.hpp"
-#include "pa/kv_layouts.hpp"
+#include "pa/bench_batches.hpp"
 #include "pa/testing.hpp"
 #include "paged_attention_v1.hpp"  // lab 05, through lab05_impl
 #include "paged_attention_v2.hpp"  // lab 06, through lab06_impl

@@ -174,9 +174,10 @@ def cmd_autograder(args) -> int:
 
 
 def cmd_docs(argv: list[str]) -> int:
-    import docs  # tools/docs.py: it takes its own options
+    sys.path.insert(0, str(ROOT / "docs"))   # the book's scripts live beside the book
+    import book_build  # docs/book_build.py: it takes its own options
     system.refuse_root_in_foreign_tree("docs " + " ".join(argv))
-    return docs.main(argv, system.ensure_packages)
+    return book_build.main(argv, system.ensure_packages)
 
 
 def prepare(args, argv: list[str]) -> None:

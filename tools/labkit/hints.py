@@ -208,14 +208,14 @@ def write_state(lab: Lab, state: dict[str, int], root: Path = ROOT) -> None:
 
 
 def render_step(lab: Lab, step: Step, shown_levels: int, root: Path = ROOT) -> list[str]:
-    from labkit import grading, reports
+    from labkit import grading
+    from labkit.text import wrapped
     readme = (lab.folder(root) / "README.md").read_text(encoding="utf-8")
     titles = grading.section_titles(readme)
     out = [f"Lab {lab.number}, {step.name()} — {step.title}"
            f"   (§ {titles.get(step.section, step.section)})"]
     for i in range(shown_levels):
-        out.append(reports.wrapped(grading.plain(step.levels[i], titles),
-                                   f"  {i + 1}. {LEVELS[i]}: ", 6))
+        out.append(wrapped(grading.plain(step.levels[i], titles), f"  {i + 1}. {LEVELS[i]}: ", 6))
     return out
 
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from labkit import build as cmake
-from labkit import diagnosis, grading, hints, reports, stamps
+from labkit import diagnosis, grading, hints, reports, stamps, text
 from labkit.labs import Lab, pick, require_solutions
 from labkit.paths import shown
 
@@ -43,7 +43,7 @@ def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
     lab = g.lab
     if not g.built:
         return [f"Score: 0 / {g.max_score}   the lab does not build:", "",
-                reports.wrapped(g.build_error, "  ", 2)]
+                text.wrapped(g.build_error, "  ", 2)]
     passed = sum(t.status == "passed" for t in g.tests)
     lines = [f"Score: {g.score} / {g.max_score}   ({passed} of {len(g.tests)} graded tests pass)"]
     first, diagnosed = diagnosis.first_message(g)
@@ -53,20 +53,20 @@ def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
     lines += ["", f"First test to fix: {first.name}"
               + (f"   ({kind})" if kind not in (first.status, "wrong value") else "")]
     what = reports.why(first)
-    lines.append(reports.wrapped(what, f"  {first.status}: " if what else f"  {first.status}", 4))
+    lines.append(text.wrapped(what, f"  {first.status}: " if what else f"  {first.status}", 4))
     if verbose and first.failures:
         lines += reports.failure_lines(first, 4)
     elif first.failures:
         more = reports.why_more(first, f"tools/lab watch {lab.number} --verbose, or "
                                        f"tools/lab grade {lab.number} --verbose")
         if more:
-            lines.append(reports.wrapped(more, "  ", 4))
+            lines.append(text.wrapped(more, "  ", 4))
     if first.hint:
-        lines.append(reports.wrapped(first.hint, "  hint: ", 8))
+        lines.append(text.wrapped(first.hint, "  hint: ", 8))
     for line in diagnosed:
-        lines.append(reports.wrapped(line, "  ", 4))
+        lines.append(text.wrapped(line, "  ", 4))
     if first.status != "not implemented":
-        lines.append(reports.wrapped(hints.usage_line(lab), "  ", 4))
+        lines.append(text.wrapped(hints.usage_line(lab), "  ", 4))
     others = sum(t.status != "passed" for t in g.tests) - 1
     if others:
         lines.append(f"\n  ({others} other test{'s' if others > 1 else ''} fail too: "
@@ -83,9 +83,9 @@ def show(lab: Lab, build: Path, options: dict[str, str], impl: str, verbose: boo
     print(header(lab, impl, f"grading since {started}"), flush=True)
     ticker = grading.BuildTicker()
 
-    def say(text: str) -> None:   # only what a student needs to see while it builds
-        if "again" in text or "waiting" in text or text.endswith("testing"):
-            print(grading.BuildTicker.clear() + text, flush=True)
+    def say(line: str) -> None:   # only what a student needs to see while it builds
+        if "again" in line or "waiting" in line or line.endswith("testing"):
+            print(grading.BuildTicker.clear() + line, flush=True)
 
     with cmake.lock(build, f"watch {lab.number}", say):
         cmake.configure(build, options, quiet=True)
