@@ -60,12 +60,14 @@ using Problem = DecodeProblem;
 
 constexpr KvLayout kV0 = KvLayout::kV0;
 
-/// Runs the kernel under test: [num_seqs * num_heads, head_size].
-Mat run(Backend backend, const Problem& p) {
+/// Runs the kernel under test (with the problem's scale unless given another):
+/// [num_seqs * num_heads, head_size].
+Mat run(Backend backend, const Problem& p, std::optional<float> scale = std::nullopt) {
   const Config& c = p.cfg;
   Tensor out = p.nan_out();
-  paged_attention_v1(backend, out, p.query, p.key_cache, p.value_cache, c.num_kv_heads, p.scale(),
-                     p.block_tables, p.seq_lens, c.block_size, p.max_seq_len);
+  paged_attention_v1(backend, out, p.query, p.key_cache, p.value_cache, c.num_kv_heads,
+                     scale.value_or(p.scale()), p.block_tables, p.seq_lens, c.block_size,
+                     p.max_seq_len);
   return pa::testing::to_mat(out, Eigen::Index{p.num_seqs()} * c.num_heads, c.head_size);
 }
 
@@ -152,6 +154,22 @@ TEST_P(PagedAttentionV1, ReshapeAndCachePaddingSlotsWriteNothing) {
 }
 
 /// [test_decode_step]
+TEST_P(PagedAttentionV1, ReshapeAndCacheWritesSlotZero) {
+  // Slot 0 is the first row of block 0, a real slot: only negative slots are padding. Three
+  // tokens go to slots 0, 1 and 17; every other byte of the caches stays NaN.
+  const DType dtype = DType::kBFloat16;
+  Rng rng(503);
+  const Mat k = rng.normal(3, 2 * 64), v = rng.normal(3, 2 * 64);  // 3 tokens, 2 kv heads of 64
+  const std::vector<std::int64_t> slots = {0, 1, 17};
+  const TokenBatch batch = make_token_batch(dtype, 2, 64, k, v, slots);
+  Tensor key_cache = pa::testing::nan_key_cache(kV0, dtype, 3, 16, 2, 64);
+  Tensor value_cache = pa::testing::nan_value_cache(kV0, dtype, 3, 16, 2, 64);
+  Tensor want_key_cache = key_cache, want_value_cache = value_cache;
+  reference_reshape_and_cache(kV0, batch.key, batch.value, want_key_cache, want_value_cache, slots);
+  reshape_and_cache(GetParam(), batch.key, batch.value, key_cache, value_cache, batch.slot_mapping);
+  EXPECT_TRUE(same_cache_bytes(kV0, want_key_cache, want_value_cache, key_cache, value_cache));
+}
+
 TEST_P(PagedAttentionV1, ReshapeThenAttendIsOneDecodeStep) {
   // The engine's real order: prefill two prompts into the cache through slot_mapping (padding
   // tokens mixed in), write one more token per sequence, then attend. Both kernels must agree
@@ -343,6 +361,24 @@ TEST_P(PagedAttentionV1, SequenceInTheLastBlocksOfTheCache) {
   pa::testing::place_at(p, {{4, 5, 3}}, num_blocks, 0);
   EXPECT_TRUE(pa::testing::SpreadIsWide(p));
   expect_close_to_reference(p, run(GetParam(), p));
+}
+
+TEST_P(PagedAttentionV1, ScaleOtherThanTheDefaultIsUsed) {
+  // A model may scale its logits by something other than 1/sqrt(head_size). Twice the scale is
+  // exactly the default scale on twice the query (doubling is exact in every dtype), so the
+  // reference of the doubled query is the truth for scale * 2.
+  Config c;
+  c.dtype = DType::kFloat16;
+  c.head_size = 128;
+  c.block_size = 16;
+  c.num_heads = 8;
+  c.num_kv_heads = 2;
+  c.seq_lens = {150, 33};
+  Rng rng(549);
+  const Problem p = make_problem(rng, c);
+  Problem doubled = p;
+  for (Eigen::Index r = 0; r < doubled.q.rows(); ++r) pa::testing::scale_query_row(doubled, r, 2.0);
+  expect_close_to_reference(doubled, run(GetParam(), p, 2.0f * p.scale()));
 }
 
 TEST_P(PagedAttentionV1, LargeLogitsStayFinite) {

@@ -97,12 +97,14 @@ V2Run nan_scratch(const Problem& p, int partition_size) {
 
 /// Runs the kernels under test on `scratch` (what each test put there) and returns what they
 /// left: the output as [num_seqs * num_heads, head_size] and the scratch.
-V2Run run(Backend backend, const Problem& p, int partition_size, V2Run scratch) {
+/// `scale` replaces the problem's own when given.
+V2Run run(Backend backend, const Problem& p, int partition_size, V2Run scratch,
+          std::optional<float> scale = std::nullopt) {
   const Config& c = p.cfg;
   Tensor out = p.nan_out();
   paged_attention_v2(backend, out, scratch.exp_sums, scratch.max_logits, scratch.tmp_out, p.query,
-                     p.key_cache, p.value_cache, c.num_kv_heads, p.scale(), p.block_tables,
-                     p.seq_lens, c.block_size, p.max_seq_len, partition_size);
+                     p.key_cache, p.value_cache, c.num_kv_heads, scale.value_or(p.scale()),
+                     p.block_tables, p.seq_lens, c.block_size, p.max_seq_len, partition_size);
   scratch.out = pa::testing::to_mat(out, Eigen::Index{p.num_seqs()} * c.num_heads, c.head_size);
   return scratch;
 }
@@ -494,6 +496,25 @@ TEST_P(PagedAttentionV2, PartitionMaxesFarApartAreRescaled) {
   }
 }
 /// [test_merge]
+
+TEST_P(PagedAttentionV2, ScaleOtherThanTheDefaultIsUsed) {
+  // A model may scale its logits by something other than 1/sqrt(head_size). Twice the scale is
+  // exactly the default scale on twice the query (doubling is exact in every dtype), so the
+  // reference of the doubled query is the truth for scale * 2.
+  Config c;
+  c.dtype = DType::kBFloat16;
+  c.head_size = 128;
+  c.block_size = 16;
+  c.num_heads = 8;
+  c.num_kv_heads = 2;
+  c.seq_lens = {700, 33};
+  Rng rng(949);
+  const Problem p = make_problem(rng, c);
+  Problem doubled = p;
+  for (Eigen::Index r = 0; r < doubled.q.rows(); ++r) pa::testing::scale_query_row(doubled, r, 2.0);
+  expect_close_to_reference(
+      doubled, run(GetParam(), p, kSmallPartition, nan_scratch(p, kSmallPartition), 2.0f * p.scale()).out);
+}
 
 TEST_P(PagedAttentionV2, LargeLogitsStayFinite) {
   // Scores up to 300 in every partition (exp overflows float32 above ~88): each partition must

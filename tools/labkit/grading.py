@@ -294,10 +294,13 @@ def score(g: LabGrade, results: dict[str, testrun.TestResult], root: Path = ROOT
         if row is None:
             g.unlisted.append(r.key)
         max_points = row.points if row else 1
+        hint = hint_text(lab, row, root)
+        if r.status == "failed" and checker_finding(r.detail):
+            hint = checker_hint(lab, r.detail, root) or hint
         g.tests.append(Graded(lab, r.key, name[len(lab.target) + 1:].split("  # ")[0],
                               r.status, r.detail,
                               max_points if r.status == "passed" else 0, max_points,
-                              hint_text(lab, row, root), r.seconds,
+                              hint, r.seconds,
                               testrun.failures(r.output) if r.status == "failed" else []))
     order = {key: i for i, key in enumerate(table)}  # the chapter's order, not the alphabet
     g.tests.sort(key=lambda t: (order.get(t.key, len(order)), t.name))
@@ -311,7 +314,7 @@ def score(g: LabGrade, results: dict[str, testrun.TestResult], root: Path = ROOT
 # error name the line and the threads; two schedules of the same code that disagree are a race;
 # NaN in the output and a wrong value come next (a NaN from a test whose hint is about NaN before
 # the rest); a crash or a timeout says little; "not implemented" says only where the work is.
-KINDS = ("sanitizer report", "emulator error", "race", "NaN", "wrong value", "crashed",
+KINDS = ("race or out of bounds", "sanitizer report", "emulator error", "race", "NaN", "wrong value", "crashed",
          "timed out", "not implemented", "did not build")
 PLAIN_STATUSES = {"passed", "failed", "not implemented", "crashed", "timed out", "skipped",
                   "did not build"}
@@ -322,6 +325,8 @@ def failure_kind(status: str, detail: str) -> str:
     if status not in PLAIN_STATUSES:
         return "sanitizer report"   # testrun.sanitizer_report's statuses
     if status == "failed":
+        if checker_finding(detail):
+            return "race or out of bounds"
         if detail.startswith("simt"):
             return "emulator error"
         if re.search(r"first difference\b.*\bschedule\b", detail):
@@ -348,15 +353,56 @@ def first_to_fix(tests: list, table: dict[str, Row], kind_of: Callable | None = 
         kind = kind_of(t)
         row = table.get(t.key)
         if kind == "NaN" and row is not None and "NaN" in row.hint:
-            tier = 3
-        elif kind in ("NaN", "wrong value"):
             tier = 4
+        elif kind in ("NaN", "wrong value"):
+            tier = 5
         else:
-            tier = KINDS.index(kind) + (0 if KINDS.index(kind) < 3 else 1)
+            tier = KINDS.index(kind) + (0 if KINDS.index(kind) < 4 else 1)
         return (tier, order.get(t.key, len(order)), t.key)
 
     failing = [t for t in tests if kind_of(t) not in ("passed", "skipped")]
     return min(failing, key=rank) if failing else None
+
+
+# ---- the emulator's memory checker ---------------------------------------------------------------
+
+# "simt: race in <kernel>, ..." / "simt: out of bounds in <kernel>, ...": the emulator watched the
+# kernel's loads and stores (common/simt/README.md, "The memory checker").
+CHECKER_FINDING = re.compile(r"\bsimt: (race|out of bounds) in ")
+# A step of the student's file: "// TODO 3. For each tile ..." (starters) or "// ---- Step 3a: ..."
+STEP = re.compile(r"^\s*//\s*(TODO \d+\.|-{4} Step [^:]*:)\s*(.*?)[\s-]*$")
+CHECKER_NOTE = ("A kernel with a race or an out-of-bounds access cannot have full marks, even where "
+                "its answers come out right: on a GPU it fails some runs and not others.")
+
+
+def checker_finding(detail: str) -> bool:
+    """Whether a failure is the emulator's memory checker reporting a race or an access outside a
+    buffer."""
+    return bool(CHECKER_FINDING.search(detail or ""))
+
+
+def checker_hint(lab: Lab, detail: str, root: Path = ROOT) -> str:
+    """For a memory-checker finding: the step of the student's file that owns the first of the
+    lab's lines the report names ("starter.cpp:216 is in TODO 3: For each tile ..."), so the hint
+    points where the bug is rather than at what the failing test was about. "" when the report
+    names no line of the lab's own files."""
+    for name, line in re.findall(r"\b([\w.-]+\.(?:cpp|cuh|hpp|h)):(\d+)", detail):
+        for folder in (lab.folder(root), lab.folder(root) / "given", lab.solution_folder(root)):
+            path = folder / name
+            if not path.is_file():
+                continue
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            for text in reversed(lines[:int(line)]):
+                m = STEP.match(text)
+                if m:
+                    readme = (lab.folder(root) / "README.md").read_text(encoding="utf-8")
+                    section = section_titles(readme).get(f"lab_{lab.number}_implement",
+                                                         "What to implement")
+                    return (f"{name}:{line} lies in {m.group(1).rstrip('.:')} ({m.group(2)}): "
+                            f"which barrier orders, or which bound guards, the two accesses the "
+                            f"report names? (§ {section})")
+            return ""
+    return ""
 
 
 def complete(grades: list[LabGrade]) -> bool:

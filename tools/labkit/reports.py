@@ -6,7 +6,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from labkit.grading import Graded, LabGrade, complete, failure_kind
+from labkit.grading import (CHECKER_NOTE, Graded, LabGrade, checker_finding, complete,
+                            failure_kind)
 from labkit.paths import shown
 from labkit.text import terminal_width, wrapped
 
@@ -117,6 +118,8 @@ def print_table(grades: list[LabGrade], build: Path, verbose: bool = False) -> N
                           "  Start with: ", 14, width))
             for line in diagnosed:
                 print(wrapped(line, " " * 14, 14, width))
+        if any(t.status == "failed" and checker_finding(t.detail) for t in g.tests):
+            print(wrapped(CHECKER_NOTE, "  ", 2, width))
         if g.skipped:
             print(f"  ({skipped_line(g)})")
         print()

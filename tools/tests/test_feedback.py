@@ -206,6 +206,45 @@ class FirstToFix(unittest.TestCase):
         self.assertIsNone(self.pick([result(keys[0], "passed")]))
 
 
+class CheckerFindings(unittest.TestCase):
+    """The emulator's memory checker names a race or an access outside a buffer with the lines
+    involved: that failure is shown first, with the hint of the step that owns the line, and the
+    grade says it forbids full marks."""
+
+    RACE = ("simt: race in gqa_decode_kernel, block (0, 0, 0): thread 5 (warp 0, lane 5) reads "
+            "byte 64 of dynamic shared memory of gqa_decode_kernel (8192 bytes) at "
+            "starter.cpp:7, which thread 40 (warp 1, lane 8) wrote at starter.cpp:4, with no "
+            "barrier between them: a __syncthreads() between the two accesses orders them")
+
+    def test_a_finding_comes_before_a_sanitizer_report_and_nan(self):
+        table = grading.read_table(LAB)
+        keys = [k for k in table if table[k].points]
+        gtest = (f'unknown file: Failure\nC++ exception with description "{self.RACE}" thrown '
+                 f'in the test body.\n[  FAILED  ] S.T (1 ms)\n')
+        status, detail = testrun.classify("***Failed", gtest)
+        self.assertEqual(grading.failure_kind(status, detail), "race or out of bounds")
+        results = [result(keys[0], "read outside a buffer", "labs/x/starter.cpp:3 in f"),
+                   result(keys[1], "failed", "kernel holds nan at sequence 0"),
+                   result(keys[-1], status, detail)]
+        self.assertEqual(grading.first_to_fix(results, table).key, keys[-1])
+        self.assertFalse(grading.checker_finding("simt: block (0, 0, 0) is stuck"))
+
+    def test_the_hint_is_the_step_that_owns_the_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            room = LAB.folder(root)
+            room.mkdir(parents=True)
+            (room / "README.md").write_text("# Lab {#lab_05}\n## What to implement "
+                                            "{#lab_05_implement}\n")
+            (room / "starter.cpp").write_text(
+                "// TODO 1. The geometry\nint a;\n// TODO 2. The scores, then a barrier\n"
+                "int b;\nint c;\n// TODO 3. The softmax\nint d;\n")
+            hint = grading.checker_hint(LAB, self.RACE, root)
+            self.assertIn("starter.cpp:7 lies in TODO 3 (The softmax)", hint)
+            self.assertIn("(§ What to implement)", hint)
+            self.assertEqual(grading.checker_hint(LAB, "simt: race in k at other.cpp:3", root), "")
+
+
 class Table(unittest.TestCase):
     def test_long_failures_are_wrapped_whole_and_verbose_shows_every_line(self):
         g = grading.LabGrade(LAB, True, table=grading.read_table(LAB))

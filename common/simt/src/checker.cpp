@@ -59,6 +59,10 @@ constexpr std::uint8_t kPending = 4;   // an asynchronous copy that has not land
 constexpr std::uintptr_t kSiteTag = std::uintptr_t{1} << 63;
 
 constexpr std::size_t kPage = 4096;
+// Arena::page_valid: valid bytes in the low 16 bits, the Region above them, and a flag set by
+// the first checked write to the page (until then its shadow holds nothing of this allocation).
+constexpr std::uint32_t kRegionBits = 0xFFu << 16;
+constexpr std::uint32_t kShadowWritten = 1u << 31;
 // One shadow entry per 2 bytes: the smallest element the labs share between threads is a
 // 16-bit __half, and two threads writing neighbouring bytes of one granule would be reported.
 constexpr unsigned kGranuleShift = 1;
@@ -405,14 +409,15 @@ Checker::Where Checker::locate(const void* p, std::size_t bytes, bool write, std
   Arena& a = arena();
   if (a.contains(address)) {
     const std::size_t offset = address - a.base;
-    const std::uint32_t info = a.page_valid[offset / kPage];
+    std::uint32_t& info = a.page_valid[offset / kPage];
     const std::size_t valid = info & 0xFFFFu;
+    const bool straddles = offset % kPage + bytes > kPage;
     bool inside = offset % kPage + bytes <= valid;
-    if (!inside && offset % kPage + bytes > kPage && valid == kPage) {
+    if (!inside && straddles && valid == kPage) {
       // Straddles two pages: the next one must hold the rest.
-      const std::size_t rest = offset % kPage + bytes - kPage;
-      inside = (a.page_valid[offset / kPage + 1] & 0xFFFFu) >= rest &&
-               (a.page_valid[offset / kPage + 1] >> 16) == (info >> 16);
+      const std::uint32_t next = a.page_valid[offset / kPage + 1];
+      inside = (next & 0xFFFFu) >= offset % kPage + bytes - kPage &&
+               (next & kRegionBits) == (info & kRegionBits);
     }
     if (!inside) {
       AccessRecord cur{now(), static_cast<std::uint16_t>(thread_),
@@ -420,7 +425,16 @@ Checker::Where Checker::locate(const void* p, std::size_t bytes, bool write, std
       out_of_bounds(p, bytes, write, cur);
       return {};
     }
-    return {static_cast<Region>(info >> 16), a.shadow + (offset >> kGranuleShift)};
+    const auto region = static_cast<Region>((info & kRegionBits) >> 16);
+    if (write) {
+      info |= kShadowWritten;
+      if (straddles) a.page_valid[offset / kPage + 1] |= kShadowWritten;
+    } else if (region == Region::Global && (info & kShadowWritten) == 0 && !straddles) {
+      // No kernel has written this page since it was allocated (the caches, the query): there
+      // is no write to check the read against, and global reads are not recorded (below).
+      return {region, nullptr};
+    }
+    return {region, a.shadow + (offset >> kGranuleShift)};
   }
   if (address - tls_lo_ < tls_bytes_) {
     // The emulator's built-in variables are read by everyone and written by the scheduler.
@@ -445,8 +459,11 @@ bool Checker::ordered(const AccessRecord& prev, const AccessRecord& cur) const {
   const unsigned prev_warp = prev_wide ? prev.thread : prev.thread / 32u;
   const unsigned cur_warp = cur_wide ? cur.thread : cur.thread / 32u;
   if (prev_warp != cur_warp) return false;
-  // A warp collective orders every access of its lanes before it with every one after it.
-  if (prev_wide || cur_wide) return true;
+  // A lane's access after a wmma call of its warp comes after the call's loads and stores.
+  if (prev_wide) return true;
+  // Before the call's own accesses, only a warp sync orders a lane's earlier access (the
+  // emulator ticks the wmma call's own sync after them): __syncwarp(), a shuffle, a vote.
+  if (cur_wide) return full_sync_[cur_warp] > prev.clock;
   if (full_sync_[cur_warp] > prev.clock) return true;
   const auto& pairs = pair_sync_[cur_warp];
   return !pairs.empty() && pairs[32 * (prev.thread % 32u) + cur.thread % 32u] > prev.clock;
@@ -476,6 +493,10 @@ bool Checker::cross_block_ordered(const AccessRecord& prev, const AccessRecord& 
 void Checker::check_and_record(const Where& w, const void* p, std::size_t bytes, bool write,
                                AccessRecord cur) {
   const std::uint32_t horizon = w.region == Region::Global ? launch_start_ : block_start_;
+  // Reads of global memory are checked against its writes but not recorded: a write after
+  // another thread's read of global memory goes unseen, and the inputs (megabytes of cache)
+  // cost no shadow. Shared memory records both.
+  const bool record_reads = w.region != Region::Global;
   const auto conflict = [&](const AccessRecord& prev, bool prev_write) -> const char* {
     if (prev.clock < horizon || prev.clock == 0) return nullptr;
     if (prev.clock < block_start_) {  // another block of this launch (global memory only)
@@ -508,6 +529,8 @@ void Checker::check_and_record(const Where& w, const void* p, std::size_t bytes,
       }
       s.write = cur;
       s.read[0] = s.read[1] = AccessRecord{};
+    } else if (!record_reads) {
+      continue;
     } else if (s.read[0].thread == cur.thread && s.read[0].flags == cur.flags) {
       s.read[0] = cur;
     } else {

@@ -166,12 +166,16 @@ void Block::check_one_collective(unsigned warp, const KernelThread& arriving) {
 void Block::complete(unsigned warp, const KernelThread& arriving) {
   const unsigned mask = arriving.mask;
   check_one_collective(warp, arriving);
-  checker_.warp_sync(warp, mask, warps_[warp].exist);  // before a wmma call's own accesses
+  // A shuffle or vote orders the lanes' accesses before it with theirs after it. A wmma call
+  // does too, but only after its own loads and stores: those read what the lanes wrote before
+  // the call only through a __syncwarp() (the rescale-then-load pattern needs one).
+  if (!is_wmma(arriving.op)) checker_.warp_sync(warp, mask, warps_[warp].exist);
 
   // Compute every result before releasing anyone, so an error leaves no lane half-done.
   std::uint64_t results[32] = {};
   if (is_wmma(arriving.op)) {
     complete_wmma(warp, arriving);  // writes the lanes' outputs to the warp's stage
+    checker_.warp_sync(warp, mask, warps_[warp].exist);
   } else if (is_shuffle(arriving.op)) {
     for (unsigned lane = 0; lane < 32; ++lane) {
       if ((mask >> lane & 1u) == 0) continue;

@@ -386,6 +386,35 @@ TEST_F(SimtChecker, AWmmaStoreThenABarrierRaisesNothing) {
       [&] { simt::launch(tile_handoff_kernel, dim3(1), dim3(64), 0, out.data(), true); });
 }
 
+constexpr int kRescaleWrite = __LINE__ + 11;
+constexpr int kTileLoad = __LINE__ + 13;
+/// Each lane of warp 0 scales its 8 elements of a 16x16 tile in shared memory, then the warp
+/// loads the tile with wmma (lab 07's rescale of o). The load reads what other lanes wrote: a
+/// wmma call is a collective, but its loads see those writes only after a __syncwarp().
+__global__ void rescale_then_load_kernel(float* out, bool sync) {
+  using namespace nvcuda;
+  __shared__ __align__(32) float tile[256];  // [16, 16]
+  const int lane = static_cast<int>(threadIdx.x);
+  for (int i = lane; i < 256; i += 32) tile[i] = 1.0f;
+  __syncwarp();
+  for (int i = lane; i < 256; i += 32) tile[i] *= 2.0f;
+  if (sync) __syncwarp();
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::load_matrix_sync(acc, tile, 16, wmma::mem_row_major);
+  wmma::store_matrix_sync(out, acc, 16, wmma::mem_row_major);
+}
+
+TEST_F(SimtChecker, AWmmaLoadOfWhatOtherLanesWroteNeedsASyncwarp) {
+  simt::DeviceBuffer<float> out(256);
+  ExpectErrorUnderEverySchedule(
+      [&] { simt::launch(rescale_then_load_kernel, dim3(1), dim3(32), 0, out.data(), false); },
+      {"race in rescale_then_load_kernel", "warp 0 (a wmma call) reads",
+       "test_checker.cpp:" + std::to_string(kTileLoad),
+       "test_checker.cpp:" + std::to_string(kRescaleWrite), "__syncwarp()"});
+  ExpectCleanUnderEverySchedule(
+      [&] { simt::launch(rescale_then_load_kernel, dim3(1), dim3(32), 0, out.data(), true); });
+}
+
 // ---- Switched off --------------------------------------------------------------------------
 
 TEST_F(SimtChecker, SetMemoryChecksFalseLetsARacyKernelRun) {
