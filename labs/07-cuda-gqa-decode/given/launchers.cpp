@@ -17,6 +17,7 @@
 #include "given/checks.hpp"
 #include "given/kernel_support.cuh"
 #include "pa/device_tensors.cuh"
+#include "simt/occupancy.hpp"
 #include "simt/timing.hpp"
 
 #include PA_LAB_IMPL  // the kernels: reshape_and_cache_flash_kernel, gqa_decode_kernel
@@ -68,9 +69,11 @@ class Session final : public DeviceSession::Impl {
         block_size_(static_cast<int>(a.key_cache.size(1))),
         num_kv_heads_(static_cast<int>(a.key_cache.size(2))),
         max_num_blocks_per_seq_(static_cast<int>(a.block_tables.size(1))),
+        occupancy_(decode_occupancy(a)),
         partition_size_(a.partition_size != 0
                             ? a.partition_size
-                            : default_partition_size(num_seqs_, num_kv_heads_, a.max_seq_len)),
+                            : default_partition_size(num_seqs_, num_kv_heads_, a.max_seq_len,
+                                                     occupancy_.slots())),
         max_num_partitions_((a.max_seq_len + partition_size_ - 1) / partition_size_),
         scale_(a.scale) {
     query_ = bytes_to_device(a.query);              // [num_seqs, num_heads, head_size]
@@ -90,7 +93,9 @@ class Session final : public DeviceSession::Impl {
     max_logits_.fill_bytes(0xFF);
     tmp_out_.fill_bytes(0xFF);
     arrivals_ = simt::DeviceBuffer<int>(std::size_t(num_seqs_) * num_kv_heads_);  // [seqs, kv]
-    arrivals_.fill_bytes(0);  // the kernel leaves it at 0 again after every launch
+    // Zero at the session's start; every launch leaves it at 0 again (the last partition of a
+    // pair resets its counter), and a launch that fails zeroes it again before it reports.
+    arrivals_.fill_bytes(0);
     // Opt in past the default 48 KiB of shared memory (head size 256) once, not in the timed
     // launches.
     with_decode_config(dtype_, head_size_, block_size_, [&](auto config) {
@@ -101,7 +106,7 @@ class Session final : public DeviceSession::Impl {
     });
   }
 
-  void launch() override {
+  void enqueue() {
     with_decode_config(dtype_, head_size_, block_size_, [&](auto config) {
       using Config = decltype(config);
       using scalar_t = typename Config::scalar_t;
@@ -121,6 +126,17 @@ class Session final : public DeviceSession::Impl {
     });
   }
 
+  void launch() override {
+    try {
+      enqueue();
+    } catch (...) {
+      // A launch that died mid-grid may have left some pairs counted but never merged: the
+      // next launch would then take the wrong block for the last one. Start it from zero.
+      arrivals_.fill_bytes(0);
+      throw;
+    }
+  }
+
   void download(Tensor& out) const override {
     const ArgCheck check("DeviceSession::download");
     dtype_is(check, "out", out, dtype_, "the dtype of query");
@@ -129,6 +145,23 @@ class Session final : public DeviceSession::Impl {
   }
 
   int partition_size() const override { return partition_size_; }
+
+  /// The device's decode blocks per SM and SMs for `a`'s instantiation (simt::occupancy; on
+  /// the emulator an H100's at kDesignRegisters).
+  static simt::Occupancy decode_occupancy(const DecodeArgs& a) {
+    simt::Occupancy result{1, 1};
+    const int head_size = static_cast<int>(a.query.size(2));
+    with_decode_config(a.query.dtype(), head_size, static_cast<int>(a.key_cache.size(1)),
+                       [&](auto config) {
+      using Config = decltype(config);
+      const auto kernel =
+          &gqa_decode_kernel<typename Config::scalar_t, Config::head_size, Config::block_size>;
+      const std::size_t bytes = SharedLayout{Config::head_size}.bytes();
+      simt::set_max_dynamic_shared_bytes(kernel, bytes);  // the occupancy query needs it too
+      result = simt::occupancy(kernel, kNumThreads, bytes, kDesignRegisters);
+    });
+    return result;
+  }
 
   double timed_launch() override { return timing_.launch([&] { launch(); }); }
   double timed_read_roofline() override { return timing_.read_roofline(cache_spans()); }
@@ -141,6 +174,7 @@ class Session final : public DeviceSession::Impl {
   DType dtype_;
   std::vector<std::int64_t> out_shape_;
   int num_seqs_, num_heads_, head_size_, block_size_, num_kv_heads_, max_num_blocks_per_seq_;
+  simt::Occupancy occupancy_;
   int partition_size_, max_num_partitions_;
   float scale_;
   simt::DeviceBuffer<unsigned char> query_, key_cache_, value_cache_, out_;  // bytes of dtype_
