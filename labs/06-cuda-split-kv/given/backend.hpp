@@ -49,6 +49,9 @@ class Launchers {
   virtual std::unique_ptr<DeviceSession::Impl> open_session(const AttentionArgs& args) const = 0;
   /// CUDA devices this backend sees (the emulator: 0).
   virtual int device_count() const = 0;
+  /// Attention blocks the device runs at once (blocks per SM × SMs) for one instantiation at
+  /// kPartitionSize.
+  virtual int attention_slots(DType dtype, int head_size, int block_size) const = 0;
 };
 
 namespace emu {

@@ -18,6 +18,7 @@
 #include "given/kernel_support.cuh"
 #include "pa/device_tensors.cuh"
 
+#include "simt/occupancy.hpp"
 #include "simt/timing.hpp"
 
 #include PA_LAB_IMPL  // the two kernels: paged_attention_v2_kernel, paged_attention_v2_reduce_kernel
@@ -172,6 +173,20 @@ class BackendLaunchers final : public Launchers {
   }
 
   int device_count() const override { return simt::cuda_device_count(); }
+
+  int attention_slots(DType dtype, int head_size, int block_size) const override {
+    int slots = 1;
+    with_v2_config(dtype, head_size, block_size, kPartitionSize, [&](auto config) {
+      using Config = decltype(config);
+      const auto kernel =
+          &paged_attention_v2_kernel<typename Config::scalar_t, Config::head_size,
+                                     Config::block_size, kNumThreads, Config::partition_size>;
+      slots = simt::occupancy(kernel, kNumThreads,
+                              v2_shared_mem_bytes(head_size, kPartitionSize), kDesignRegisters)
+                  .slots();
+    });
+    return slots;
+  }
 };
 
 }  // namespace
