@@ -13,7 +13,8 @@
 //   BM_EmulatorPartitions      v2 on one 2048-token sequence, one head, with 512-token and
 //                              64-token partitions: the emulator's cost per thread block.
 // GPU (a build with the CUDA backend on a machine with a device; otherwise one line on stderr
-// says they were not registered), float16, head size 128, block size 16, partitions of 512:
+// says they were not registered), float16, head size 128, block size 16, partitions of the
+// size FA2's wave rule picks on this GPU's occupancy (choose_partition_size: 64 or 512):
 //   BM_GpuReadRoofline         the yardstick: a read-only kernel (16-byte loads) over the very
 //                              K and V bytes the kernels must read;
 //   BM_GpuPagedAttentionV1     lab 05's kernel (skips where its shared memory cannot hold the
@@ -22,8 +23,9 @@
 //                              each with `roofline_pct`: the same-run roofline's time over its
 //                              own (above 100 % fails), its answer checked before and after;
 //   BM_GpuCopyD2D              cudaMemcpy device to device of the same bytes.
-// Every GPU series is timed alike: CUDA events around one call, the L2 cache flushed before
-// each (outside the span), after a warm-up.
+// Every GPU series is timed alike: CUDA events around the kernels alone (queued back to back,
+// no host round trip inside the span), the L2 cache flushed before each (outside the span),
+// after a warm-up.
 
 #include <benchmark/benchmark.h>
 
@@ -189,8 +191,14 @@ BatchShape gpu_shape(const benchmark::State& state) {
           static_cast<int>(state.range(2)), static_cast<int>(state.range(3))};
 }
 
+/// The shape's partition size: FA2's wave rule on this GPU's occupancy of the attention
+/// kernel (choose_partition_size), among kSupportedPartitionSizes.
 Prepared& prepare_gpu(const benchmark::State& state) {
-  return prepare(Backend::kCuda, gpu_shape(state), kPartitionSize, /*with_v1=*/true);
+  const BatchShape shape = gpu_shape(state);
+  const int partition_size =
+      choose_partition_size(Backend::kCuda, kDType, kHeadSize, kBlockSize, shape.num_seqs,
+                            shape.num_heads, shape.seq_len);
+  return prepare(Backend::kCuda, shape, partition_size, /*with_v1=*/true);
 }
 
 /// Times `t`'s session against the same-run read roofline (roofline_pct), checked before

@@ -14,16 +14,18 @@
 // GPU (a build with the CUDA backend on a machine with a device; otherwise one line on stderr
 // says they were not registered), float16, head size 128, block size 16, every sequence's
 // blocks dealt from a shuffled order; per shape {seqs, tokens, heads, kv_heads}:
-//   BM_GpuGqaDecode             this kernel over the flash layout, default partitions;
+//   BM_GpuGqaDecode             this kernel over the flash layout, default partitions (FA2's
+//                               wave rule on this GPU's occupancy);
 //   BM_GpuPagedAttentionV1      lab 05's v1 over the V0 layout (lab05_impl);
-//   BM_GpuPagedAttentionV2      lab 06's v2 over the V0 layout, partitions of 512 (lab06_impl);
+//   BM_GpuPagedAttentionV2      lab 06's v2 over the V0 layout, its partition size by the same
+//                               rule (cuda_v2::choose_partition_size; lab06_impl);
 //   BM_GpuReadRoofline          the yardstick: a read-only kernel over the flash caches' bytes.
 // Each kernel series reports the bytes of K and V it must read per second and `roofline_pct`:
 // the read roofline over its own session's caches (the same bytes), timed in the same
 // iterations, over the kernel's time; above 100 % fails. Its answer is checked against the
 // float64 reference before and after timing. Every call is timed with CUDA events after a
-// warm-up, the L2 cache flushed before it (outside the span); each span ends with a
-// cudaDeviceSynchronize, a few microseconds.
+// warm-up, the L2 cache flushed before it (outside the span); the span holds the kernels
+// alone, queued without a host round trip (the skeleton flag is read before and after).
 //
 // PyTorch's scaled_dot_product_attention over contiguous caches, the other yardstick of the
 // chapter, is timed by bench/sdpa_contiguous.py (not part of the build).
@@ -117,7 +119,9 @@ Prepared& prepare(Kernel kernel, Backend backend, const BatchShape& shape) {
     } else {
       p->v2 = std::make_unique<cuda_v2::DeviceSession>(
           backend, b.query, b.key_cache, b.value_cache, shape.num_kv_heads, b.scale(),
-          b.block_tables, b.seq_lens, kBlockSize, shape.seq_len, cuda_v2::kPartitionSize);
+          b.block_tables, b.seq_lens, kBlockSize, shape.seq_len,
+          cuda_v2::choose_partition_size(backend, kDType, kHeadSize, kBlockSize, shape.num_seqs,
+                                         shape.num_heads, shape.seq_len));
     }
     p->launch();  // also the warm-up
     p->error = p->check();

@@ -188,6 +188,8 @@ class DeviceSession {
 
   /// Runs the kernel once and returns its seconds: on CUDA measured with events on the device's
   /// clock after flushing the L2 cache outside the timed span; on the emulator the host's clock.
+  /// The span holds the kernel launches alone, queued without a host round trip; whether the
+  /// kernels were skeletons, or failed, is asked once, by the next download().
   double timed_launch();
 
   /// The yardstick, flushed and timed like timed_launch: a read-only kernel over the key and
