@@ -36,7 +36,7 @@ inline constexpr int kWarpSize = 32;
 /// The registers per thread the attention kernel is designed to fit in (ptxas reports what it
 /// uses: `tools/lab bench --ptxas 06`); the emulator, which has no registers, answers
 /// choose_partition_size as an H100 would at this figure.
-inline constexpr int kDesignRegisters = 96;
+inline constexpr int kDesignRegisters = 160;  // ptxas 13, sm_90, fp16 head 128: 158
 /// [constants]
 
 /// [api]
@@ -98,6 +98,15 @@ constexpr int v2_partition_size(int num_seqs, int num_heads, int max_seq_len, in
 /// H100's at kDesignRegisters.
 int choose_partition_size(Backend backend, DType dtype, int head_size, int block_size,
                           int num_seqs, int num_heads, int max_seq_len);
+
+/// Returns the bytes of keys or values one attention block has on their way by design: each
+/// of its warps one whole cache block of its head (block_size tokens × head_size elements of
+/// elem_bytes), the next block's keys loaded while it multiplies the current one (the register
+/// double buffer) and a block's values all issued before the first is used.
+constexpr std::size_t v2_bytes_in_flight(int head_size, int block_size, int elem_bytes) {
+  return static_cast<std::size_t>(kNumThreads / kWarpSize) * static_cast<std::size_t>(block_size) *
+         static_cast<std::size_t>(head_size) * static_cast<std::size_t>(elem_bytes);
+}
 
 /// Returns true when this build has the CUDA backend and a CUDA device is present.
 bool cuda_device_present();

@@ -216,12 +216,14 @@ TEST(PagedAttentionV2Checks, AcceptsA128kContext) {
 }
 
 TEST(PagedAttentionV2Checks, PartitionSizeFollowsTheWaveRule) {
-  // 660 slots: an H100 holding five attention blocks per SM. 32 rows of 16k tokens: partitions
+  // 660 slots (five blocks per SM on 132 SMs). 32 rows of 16k tokens: partitions
   // of 512 give 1024 blocks (1.55 waves, 78 % busy), of 64 8192 (12.4 waves, 95 %): 64.
   EXPECT_EQ(v2_partition_size(1, 32, 16384, 660), 64);
   EXPECT_EQ(v2_partition_size(4, 32, 8192, 660), 64);   // 2048 blocks (78 %) or 16384 (99 %)
   EXPECT_EQ(v2_partition_size(16, 32, 4096, 660), 512);  // 4096 blocks, 89 %: near enough
   EXPECT_EQ(v2_partition_size(32, 32, 4096, 660), 512);  // 1024 rows fill the slots already
+  // 396 slots (three per SM): 512 gives 1024 blocks, 2.6 waves, 86 % busy: near enough.
+  EXPECT_EQ(v2_partition_size(1, 32, 16384, 396), 512);
 }
 
 TEST(PagedAttentionV2Checks, TheEmulatorChoosesAsAnH100AtTheDesignBudget) {
