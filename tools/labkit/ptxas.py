@@ -155,3 +155,39 @@ def main(picked: list[Lab], impl_name: str | None) -> int:
                 print(f"({readme.relative_to(ROOT)} has no {BEGIN.split(' ')[1]} block)")
                 status = 1
     return status
+
+
+def verify(number: str, bench: Path) -> int:
+    """ctest's labNN.design_table: the chapter's block must be what `bench` (labNN_bench) prints
+    for the ptxas figures the block records; returns 0 when it is."""
+    lab = next(lab for lab in __import__("labkit.labs", fromlist=["labs"]).labs()
+               if lab.number == number)
+    text = (lab.folder() / "README.md").read_text()
+    if BEGIN not in text or END not in text:
+        print(f"{lab.room}/README.md has no {BEGIN} … {END} block")
+        return 1
+    block = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    found = re.findall(r"`([^`]+)`: (\d+) registers, (\d+) B of spills, (\d+) B of static shared",
+                       block)
+    wanted = [cxx for cxx, _ in KERNELS[number][1]]
+    if [cxx for cxx, *_ in found] != wanted:
+        print(f"the block names kernels {[c for c, *_ in found]}, expected {wanted}: run "
+              f"tools/lab bench --ptxas {number}")
+        return 1
+    flag = "--design_table=" + ";".join(f"{r},{s},{m}" for _, r, s, m in found)
+    printed = subprocess.run([str(bench), flag], capture_output=True, text=True, check=True).stdout
+    table = block.split("\n\n", 1)[1].strip() if "\n\n" in block else ""
+    if table != printed.strip():
+        print(f"labs/{lab.room}/README.md's design table is not what {bench.name} {flag} prints "
+              f"now: run tools/lab bench --ptxas {number} (needs nvcc).\n--- in the chapter\n"
+              f"{table}\n--- printed\n{printed}")
+        return 1
+    print(f"lab {number}: the chapter's design table is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) != 4 or sys.argv[1] != "--verify":
+        sys.exit("usage: python3 -m labkit.ptxas --verify NN path/to/labNN_bench")
+    sys.exit(verify(sys.argv[2], Path(sys.argv[3])))
