@@ -64,6 +64,12 @@ def main(argv: list[str], ensure_packages: Callable[[list[str]], None]) -> int:
     ensure_packages(BUILD_PACKAGES + (CHECK_PACKAGES if args.check else []))
 
     html = build_dir / "html"
+    from docs_check import hints_check   # the hints beside the chapters are part of the book
+    bad_hints = hints_check(ROOT)
+    if bad_hints:
+        print("tools/lab docs: the hints (labs/NN-*/hints.json) have problems:\n  "
+              + "\n  ".join(bad_hints), file=sys.stderr)
+        return 1
     if not args.no_build:
         status, seconds = build(build_dir)
         if status != 0:

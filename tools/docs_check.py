@@ -4,6 +4,12 @@ the browser check adds Debian's Selenium.
 
 - structure_check: the book's order and shape: the index lists every chapter, in order; each
   chapter carries the section ids every chapter has (lab_NN_why ... lab_NN_references).
+- source_check: no `<!-- instructor -->` (or student) marker inside a Markdown table of the
+  book's sources (it ends the table; the rows after it print as literal text).
+- reader_text_check: the prose of every page (code and formulas left out) holds no literal
+  Markdown table syntax, no snippet marker ("[backend]") and no commit hash.
+- figure_text_check: no text in a figure smaller than 11 px at the column width (the SVG's font
+  size times the scale the figure is drawn at).
 - link_check: every local href/src/data in the HTML (and SVG) and in the sidebar's data resolves
   to a file, and every #fragment to an id in it; nothing is loaded from the network; the only
   external links are references: in a chapter's References section, or to a paper host (arXiv,
@@ -11,7 +17,8 @@ the browser check adds Debian's Selenium.
 - browser_check: Debian's chromium, headless and offline, driven by Debian's Selenium
   (python3-selenium) through chromedriver (chromium-driver). Opens each page from disk, waits
   for MathJax, asserts the formulas rendered (no raw TeX left, no MathJax errors), every diagram
-  and picture loaded as SVG, and the console stayed clean with no request leaving the machine;
+  and picture loaded as SVG and opens full size on click, and the console stayed clean with no
+  request leaving the machine;
   then, at 1400 and at 1920 px, the layout check (LAYOUT below: nothing wider than the content
   column or cut off inside it, no Markdown left unrendered, no numbered list restarting); saves
   a screenshot of each page at 1400 px and of its key elements (test table, figures, widest
@@ -179,6 +186,236 @@ def structure_check(html_dir: Path, repo: Path) -> list[str]:
     return problems
 
 
+def hints_check(repo: Path) -> list[str]:
+    """Each lab's hints.json (labkit/hints.py): every TODO step has its three levels, every §
+    link is a heading of its chapter, every step names a region and TODO of its starter."""
+    from labkit import hints
+    return [p for lab in _labs(repo) for p in hints.problems(lab, repo)]
+
+
+# ---- what the reader reads: sources, text and figures --------------------------------------
+#
+# The layout check measures boxes; these read what is in them. Each defect class below once
+# reached readers with every layout check green.
+
+# The Markdown files the book is made of (the chapters and the front matter).
+def book_sources(repo: Path) -> list[Path]:
+    return (sorted(repo.glob("labs/[0-9][0-9]-*/README.md")) + sorted((repo / "docs").glob("*.md"))
+            + sorted((repo / "docs").glob("*.md.in")))
+
+
+MARKER_LINE = re.compile(r"\s*<!--\s*/?instructor\s*-->\s*|\s*<!-- student\s*|\s*-->\s*")
+TABLE_ROW = re.compile(r"\s*\|.*\|\s*")
+
+
+def source_check(paths: list[Path], root: Path | None = None) -> list[str]:
+    """An `<!-- instructor -->` block (or a `<!-- student` comment) that holds table rows: the
+    comment line ends the Markdown table, so the book prints the rows after it as literal
+    `| ... |` text and the student release loses them. Put the instructor's row in a sentence
+    after the table instead."""
+    problems: list[str] = []
+    for path in paths:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        name = path.relative_to(root) if root and root in path.parents else path
+        for i, line in enumerate(lines):
+            if not MARKER_LINE.fullmatch(line):
+                continue
+            before = lines[i - 1] if i > 0 else ""
+            after = lines[i + 1] if i + 1 < len(lines) else ""
+            if TABLE_ROW.fullmatch(before) or TABLE_ROW.fullmatch(after):
+                problems.append(f"{name}:{i + 1}: `{line.strip()}` inside a Markdown table (it "
+                                f"ends the table: the rows after it print as literal text)")
+    return problems
+
+
+class _ReaderText(html.parser.HTMLParser):
+    """The prose of a page as the reader sees it: no code, no scripts, no formulas (whose TeX is
+    still in the HTML before MathJax runs), one line per block element."""
+    SKIP = {"pre", "code", "script", "style", "svg", "math"}
+    VOID = {"br", "hr", "img", "meta", "link", "input", "area", "base", "col", "embed", "source",
+            "wbr", "param", "track"}
+    BLOCK = {"p", "li", "tr", "td", "th", "div", "br", "h1", "h2", "h3", "h4", "h5", "h6",
+             "dt", "dd", "table", "caption", "blockquote"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[bool] = []  # per open element: does it hide its text
+        self.tags: list[str] = []
+        self.parts: list[str] = []
+
+    def _hidden(self) -> bool:
+        return bool(self.stack) and self.stack[-1]
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag in self.BLOCK:
+            self.parts.append("\n")
+        if tag in self.VOID:
+            return
+        cls = (a.get("class") or "").split()
+        hide = self._hidden() or tag in self.SKIP or "fragment" in cls or "line" in cls
+        self.stack.append(hide)
+        self.tags.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        if tag in self.BLOCK:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        if tag in self.tags:
+            while self.tags:
+                self.stack.pop()
+                if self.tags.pop() == tag:
+                    break
+        if tag in self.BLOCK:
+            self.parts.append("\n")
+
+    def handle_data(self, data):
+        if not self._hidden():
+            self.parts.append(data)
+
+
+MATH = re.compile(r"\\\(.*?\\\)|\\\[.*?\\\]|\$\$.*?\$\$|\\begin\{(\w+\*?)\}.*?\\end\{\1\}", re.S)
+LITERAL_TABLE = re.compile(r"^\|.*\|$|\|\s*:?-{3,}:?\s*\|")
+# A snippet marker that escaped into prose: an identifier alone in square brackets, as the
+# `/// [name]` lines of the sources spell them ("[backend]", "[check_args]"); an index such as
+# x[i] or a[0] follows a name and is not one.
+SNIPPET_MARKER = re.compile(r"(?<![\w\])])\[[A-Za-z_][A-Za-z0-9_.-]+\]")
+# A commit hash: 7 to 40 lowercase hex digits with both a digit and a letter, standing alone.
+COMMIT_HASH = re.compile(r"(?<![\w.#/-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])")
+
+
+def reader_text(path: Path) -> list[str]:
+    """The lines of prose of one HTML page (see _ReaderText), formulas taken out."""
+    parser = _ReaderText()
+    parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+    parser.close()
+    text = MATH.sub(" ", "".join(parser.parts))
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def reader_text_check(html_dir: Path, pages: list[str]) -> list[str]:
+    """Text meant for the Markdown parser or for the project, shown to the reader: literal table
+    syntax (a table that did not render), snippet markers, commit hashes."""
+    problems: list[str] = []
+    for file in pages:
+        for line in reader_text(html_dir / file):
+            short = line if len(line) <= 90 else line[:89] + "…"
+            if LITERAL_TABLE.search(line):
+                problems.append(f"{file}: literal Markdown table syntax (a table that did not "
+                                f"render): \"{short}\"")
+            for m in SNIPPET_MARKER.finditer(line):
+                problems.append(f"{file}: snippet marker {m.group(0)} in the text: \"{short}\"")
+            for m in COMMIT_HASH.finditer(line):
+                problems.append(f"{file}: a commit hash ({m.group(0)}) in the text: \"{short}\"")
+    return problems
+
+
+# The smallest text a figure may show, in CSS px, at the size it is drawn in the column (a
+# figure wider than the column is scaled down to it). A reader can open a figure full size by
+# clicking it (docs/book-figures.js); at the column it must read without that.
+MIN_FIGURE_TEXT_PX = 11
+COLUMN_PX = 840  # the content column at a 1400 px window (docs/book.css); the browser measures it
+
+_LENGTH = re.compile(r"\s*([\d.]+)\s*(px|pt)?\s*")
+
+
+def _px(value: str | None) -> float | None:
+    m = _LENGTH.fullmatch(value or "")
+    if not m:
+        return None
+    return float(m.group(1)) * (4 / 3 if m.group(2) == "pt" else 1)
+
+
+def _font_size(element, inherited: float) -> float:
+    size = _px(element.get("font-size"))
+    style = element.get("style") or ""
+    m = re.search(r"font-size\s*:\s*([\d.]+(?:px|pt)?)", style)
+    if m:
+        size = _px(m.group(1))
+    return inherited if size is None else size
+
+
+def _scale_of(element) -> float:
+    m = re.search(r"scale\(\s*([-\d.]+)(?:[\s,]+([-\d.]+))?\s*\)", element.get("transform") or "")
+    if not m:
+        return 1.0
+    sx = abs(float(m.group(1)))
+    sy = abs(float(m.group(2))) if m.group(2) else sx
+    return min(sx, sy)
+
+
+def figure_text(svg: Path, column_px: float) -> tuple[float, list[tuple[float, str]]]:
+    """(the scale the figure is drawn at in a column `column_px` wide, [(text px at that scale,
+    the text)]) for every text of the SVG."""
+    import xml.etree.ElementTree as ET
+    root = ET.parse(svg).getroot()
+    view = (root.get("viewBox") or "").replace(",", " ").split()
+    view_w = float(view[2]) if len(view) == 4 else None
+    width = _px(root.get("width")) or view_w or column_px
+    shown = min(width, column_px)
+    scale = shown / (view_w or width)
+    out: list[tuple[float, str]] = []
+
+    def walk(e, size: float, factor: float) -> None:
+        size = _font_size(e, size)
+        factor *= _scale_of(e)
+        tag = e.tag.rsplit("}", 1)[-1]
+        if tag in ("text", "tspan"):
+            words = " ".join("".join(e.itertext()).split())
+            if words and (tag == "text" or (e.text or "").strip()):
+                out.append((size * factor * scale, words))
+            if tag == "text":
+                for child in e:
+                    child_size = _font_size(child, size)
+                    if child_size != size and (child.text or "").strip():
+                        out.append((child_size * factor * scale, " ".join(child.text.split())))
+                return
+        for child in e:
+            walk(child, size, factor)
+
+    walk(root, 16.0, 1.0)  # 16 px: the browser's default font size
+    return scale, out
+
+
+def _figures_of(html_dir: Path, pages: list[str]) -> dict[str, list[str]]:
+    """Every SVG picture the pages show (objects, images, frames): file -> pages."""
+    shown: dict[str, list[str]] = {}
+    for file in pages:
+        for tag, attr, url in _parse(html_dir / file).urls:
+            if tag in ("object", "img", "iframe", "embed") and re.search(r"\.svg($|[?#])", url) \
+                    and not urllib.parse.urlsplit(url).scheme:
+                name = urllib.parse.unquote(urllib.parse.urlsplit(url).path)
+                shown.setdefault(name, []).append(file)
+    return shown
+
+
+def figure_text_check(html_dir: Path, pages: list[str], column_px: float = COLUMN_PX) -> list[str]:
+    """Text in a figure smaller than MIN_FIGURE_TEXT_PX at the column width: the SVG's font size
+    times the scale it is drawn at."""
+    problems: list[str] = []
+    for name, where in sorted(_figures_of(html_dir, pages).items()):
+        svg = html_dir / name
+        if not svg.is_file():
+            continue  # the link check reports it
+        try:
+            scale, texts = figure_text(svg, column_px)
+        except Exception as e:  # noqa: BLE001 (a broken SVG is reported, not raised)
+            problems.append(f"{name}: not readable as SVG ({e})")
+            continue
+        small = sorted((px, t) for px, t in texts if px < MIN_FIGURE_TEXT_PX - 0.05)
+        if small:
+            sizes = sorted({round(px, 1) for px, _ in small})
+            samples = "; ".join(f'"{t[:30]}"' for _, t in small[:3])
+            problems.append(f"{name} (on {', '.join(sorted(set(where)))}): {len(small)} text(s) "
+                            f"smaller than {MIN_FIGURE_TEXT_PX} px at the {column_px:.0f} px column "
+                            f"(drawn at {scale:.0%}; sizes {', '.join(f'{s:g}' for s in sizes)} px): "
+                            f"{samples}")
+    return problems
+
+
 # ---- links ----------------------------------------------------------------------------------
 
 @dataclass
@@ -322,7 +559,12 @@ const svgs = [...contents.querySelectorAll("iframe, object, embed")]
       .filter(i => /\.svg($|[?#])/.test(i.src))
       .map(i => ({url: i.src, ok: i.complete && i.naturalWidth > 0})));
 const figures = contents.querySelectorAll("div.dotgraph, div.image").length;
-return {rendered, errors, svgs, figures, title: document.title};
+// Every picture opens full size on click (docs/book-figures.js wraps it in a link to itself).
+const unlinked = [...contents.querySelectorAll("div.image object, div.image img")]
+    .filter(e => { const a = e.closest("a.book-figure-link");
+                   return !a || a.getAttribute("href") !== (e.getAttribute("data") || e.getAttribute("src")); })
+    .map(e => e.getAttribute("data") || e.getAttribute("src") || "");
+return {rendered, errors, svgs, figures, unlinked, title: document.title};
 """
 
 # The layout check, in the rendered page at the window's width. The content column is the page's
@@ -629,6 +871,9 @@ def browser_check(html_dir: Path, pages: list[str], shots_dir: Path,
                         result.svgs_loaded += 1
                     else:
                         result.problems.append(f"picture {Path(svg['url']).name} did not load as SVG")
+                for url in audit.get("unlinked", []):
+                    result.problems.append(f"picture {Path(url).name} does not open full size on "
+                                           f"click (no link to it: docs/book-figures.js)")
                 if file in chapters and result.formulas == 0:
                     result.problems.append("a chapter with no rendered formula")
                 if file in chapters and result.figures == 0:
@@ -665,6 +910,33 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
               f"each with its {len(CHAPTER_SECTIONS)} sections; every heading has an explicit id")
     count += len(problems)
 
+    print("== Hints (labs/NN-*/hints.json: three levels per step, every § link a heading)")
+    problems = hints_check(repo)
+    for p in problems:
+        print(f"  FAIL {p}")
+    if not problems:
+        print(f"  ok: {len(_lab_dirs(repo))} labs, every step with its three levels and its "
+              "§ links resolved")
+    count += len(problems)
+
+    print("== Book sources (Markdown)")
+    problems = source_check(book_sources(repo), repo.resolve())
+    for p in problems:
+        print(f"  FAIL {p}")
+    if not problems:
+        print("  ok: no instructor or student marker inside a Markdown table")
+    count += len(problems)
+
+    print("== Reader text (every page of the book)")
+    pages = [f for f, _ in book_pages(html_dir)]
+    problems = reader_text_check(html_dir, pages)
+    for p in problems:
+        print(f"  FAIL {p}")
+    if not problems:
+        print(f"  ok: {len(pages)} pages with no literal table syntax, snippet marker or commit "
+              f"hash in their text")
+    count += len(problems)
+
     print("== Link check")
     links = link_check(html_dir)
     for p in links.problems:
@@ -682,7 +954,8 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
             pages.append("files.html")
         chapters = {f for f in pages if re.fullmatch(r"lab_\d\d\.html", f)}
         layout = 0
-        for r in browser_check(html_dir, pages, shots_dir, chapters):
+        results = browser_check(html_dir, pages, shots_dir, chapters)
+        for r in results:
             status = "ok  " if not r.problems else "FAIL"
             columns = "/".join(str(c) for c in r.columns.values())
             print(f"  {status} {r.file:28} formulas={r.formulas:<4} figures={r.figures:<3} "
@@ -692,8 +965,20 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
             count += len(r.problems)
             layout += r.layout
         print(f"  layout problems: {layout}")
+        measured = [c for r in results for w, c in r.columns.items() if w == WIDTHS[0] and c]
+        column = min(measured) if measured else COLUMN_PX
         print(f"  screenshots ({WIDTHS[0]} px): {shots_dir} (whole pages), "
               f"{shots_dir / 'elements'} (test tables, figures, the widest snippet of each page)")
+    else:
+        column = COLUMN_PX
+
+    print(f"== Figure text at the column width ({column} px; at least {MIN_FIGURE_TEXT_PX} px)")
+    problems = figure_text_check(html_dir, [f for f, _ in book_pages(html_dir)], column)
+    for p in problems:
+        print(f"  FAIL {p}")
+    if not problems:
+        print(f"  ok: every text of every figure is at least {MIN_FIGURE_TEXT_PX} px at the column")
+    count += len(problems)
     return count
 
 

@@ -4,7 +4,7 @@ keyed by its decode batch (seqs, tokens, heads, kv_heads)."""
 import json
 from pathlib import Path
 
-from svgfig import MUTED, RULE, SIZE, Figure
+from svgfig import MUTED, RULE, SIZE, SIZE_SMALL, Figure
 
 GPU_DATA = Path(__file__).resolve().parent.parent / "figures" / "gpu"
 LAB05_BENCH = GPU_DATA / "h100-lab05_bench-2026-11-22.json"   # tools/lab bench 05, on the H100
@@ -44,5 +44,5 @@ def gbps_scale(f: Figure, x0: float, width: float, bottom: float) -> float:
     for gb in range(0, GBPS_MAX + 1, 500):
         x = x0 + gb * scale
         f.line(x, 34, x, bottom, stroke=RULE, sw=0.6, dash="2 3")
-        f.text(x, 28, str(gb), size=9, anchor="middle", fill=MUTED)
+        f.text(x, 28, str(gb), size=SIZE_SMALL, anchor="middle", fill=MUTED)
     return scale

@@ -10,7 +10,7 @@ EXAMPLE_TOKEN = 6
 
 def slots() -> Figure:
     """Logical tokens -> block table -> the flat pool, with token 6 worked through."""
-    f = Figure(820, 330, "From a token's position to its cache row",
+    f = Figure(820, 342, "From a token's position to its cache row",
                "The ten tokens of one sequence, its block table [5, 2, 9] and the pool of "
                "twelve blocks of four rows; token 6 lands in row 10.")
     # The sequence: one cell per token, coloured by its logical block.
@@ -66,8 +66,9 @@ def slots() -> Figure:
     f.text(10, 284, f"token {t}:  logical block ⌊{t} / {BLOCK_SIZE}⌋ = {j},  "
            f"block_table[{j}] = {BLOCK_TABLE[j]},  offset {t} mod {BLOCK_SIZE} = {o}   →   "
            f"slot {BLOCK_TABLE[j]} · {BLOCK_SIZE} + {o} = {slot}", size=12.5, mono=True)
-    f.text(10, 310, "Block b is rows 4b … 4b + 3 of the pool.  × the two unused rows of the last block: they hold no token of this "
-           "sequence; the tests fill them with NaN or 10⁶.", size=SIZE_SMALL, fill=MUTED)
+    f.paragraph(10, 310, "Block b is rows 4b … 4b + 3 of the pool. ×: the two unused rows of the "
+                "last block; they hold no token of this sequence, and the tests fill them with "
+                "NaN or 10⁶.", fill=MUTED)
     return f
 
 

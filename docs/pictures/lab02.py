@@ -123,29 +123,29 @@ def corr_example() -> Figure:
             if k < len(weights):
                 h = weights[k] * scale
                 f.rect(bx, base - h, bar_w, h, fill=hue(block).fill, stroke=hue(block).ink, sw=1)
-                f.text(bx + bar_w / 2, base - h - 9, f"{weights[k]:.3f}", size=9.5,
+                f.text(bx + bar_w / 2, base - h - 9, f"{weights[k]:.3f}", size=SIZE_SMALL,
                        anchor="middle", mono=True)
             if ghosts and k < len(ghosts):
                 h = ghosts[k] * scale
                 f.rect(bx, base - h, bar_w, h, stroke=hue(block).ink, sw=1, dash="3 2")
             f.text(bx + bar_w / 2, base + 12, f"k{k + 1}", size=SIZE_SMALL, anchor="middle")
-            f.text(bx + bar_w / 2, base + 26, f"v={values[k]:g}", size=9.5, anchor="middle",
+            f.text(bx + bar_w / 2, base + 26, f"v={values[k]:g}", size=SIZE_SMALL, anchor="middle",
                    fill=MUTED)
         f.lines(x, base + 62, state, size=SIZE_SMALL, anchor="start", mono=True, gap=1.45)
     # The rescale, between the first two panels.
     f.arrow(208, 90, 284, 90, color=STATE.ink, sw=1.6)
-    f.text(246, 70, f"corr = e^(2−4)", size=SIZE_SMALL, anchor="middle", fill=STATE.ink,
+    f.text(246, 70, f"corr = e^{{2−4}}", size=SIZE, anchor="middle", fill=STATE.ink,
            weight="bold")
     f.text(246, 108, f"= {corr:.3f}", size=SIZE_SMALL, anchor="middle", fill=STATE.ink,
            weight="bold")
-    f.text(10, 318, "Dashed: the weights of k1 and k2 before block 2. They shrink by corr, "
-           "so every weight is again measured against the new maximum 4.", size=SIZE_SMALL,
-           fill=MUTED)
-    f.text(10, 336, f"Without corr the history keeps its old scale: denom = {wrong[1]:.3f}, "
-           f"acc = {wrong[2]:.2f}, out = {wrong[2] / wrong[1]:.2f} instead of {out:.2f},",
-           size=SIZE_SMALL, fill=MUTED)
-    f.text(10, 352, "pulled towards the early blocks' values 10 and 20: the signature of a "
-           "missing rescale.", size=SIZE_SMALL, fill=MUTED)
+    y = f.paragraph(10, 318, "Dashed: the weights of k1 and k2 before block 2. They shrink by "
+                    "corr, so every weight is again measured against the new maximum 4.",
+                    fill=MUTED)
+    y = f.paragraph(10, y + 2, f"Without corr the history keeps its old scale: denom = "
+                    f"{wrong[1]:.3f}, acc = {wrong[2]:.2f}, out = {wrong[2] / wrong[1]:.2f} "
+                    f"instead of {out:.2f}, pulled towards the early blocks' values 10 and 20: "
+                    "the signature of a missing rescale.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 

@@ -78,7 +78,7 @@ def packed_q() -> Figure:
             f.text(kx + j * kw + kw / 2, ky + 13, str(j), size=SIZE_SMALL, anchor="middle",
                    mono=True)
         f.text(kx, ky + 40, f"seq_lens_kv[{s}] = {L}: {cached} cached + {new} new "
-               f"(written by set_kv first)", size=SIZE_SMALL, fill=h.ink)
+               f"(set_kv writes)", size=SIZE_SMALL, fill=h.ink)
         f.arrow(qx + qw + 8, (top + bottom) / 2, kx - 8, ky + 13, color=h.ink)
     f.rect(qx, qy, qw, row * rh, stroke=INK, sw=1)
     for s, at in enumerate(cu):
@@ -102,7 +102,7 @@ def pool_views() -> Figure:
                "The same 96 numbers seen as [num_slots, H_kv * D] and as "
                "[num_blocks, block_size, H_kv, D]; slot 9 is row 1 of block 2 in both.")
     width = H_KV * D
-    cw, ch = 20, 15
+    cw, ch = 24, 15
     fx, fy = 86, 58
     f.text(10, 14, "flat view: [num_slots = 16, H_kv · D = 6]", size=SIZE, weight="bold",
            mono=True)
@@ -113,8 +113,8 @@ def pool_views() -> Figure:
     col_labels = [f"{h}·{d}" for h in range(H_KV) for d in range(D)]
     g = f.grid(fx, fy, NUM_BLOCKS * BLOCK_SIZE, width, cw, ch, flat,
                row_labels=[f"slot {r}" for r in range(NUM_BLOCKS * BLOCK_SIZE)],
-               col_labels=col_labels, label_size=9.5)
-    f.text(fx + g.width / 2, 34, "column h·d = kv head h, dim d", size=9.5, anchor="middle",
+               col_labels=col_labels, label_size=SIZE_SMALL)
+    f.text(fx + g.width / 2, 34, "column h·d = kv head h, dim d", size=SIZE_SMALL, anchor="middle",
            fill=MUTED)
     f.line(g.left(D), g.top(0), g.left(D), g.bottom(g.rows - 1), stroke=INK, sw=1.5)
     f.rect(fx, g.top(EXAMPLE_SLOT), g.width, ch, stroke=INK, sw=2.5)
@@ -138,20 +138,20 @@ def pool_views() -> Figure:
                     x = tx + h * (D * cw + 14) + d * cw
                     y = ty + o * ch
                     f.rect(x, y, cw, ch, fill=hue(b).fill, stroke="#ffffff", sw=1.5)
-            f.text(tx - 6, ty + (o + 0.5) * ch, f"[{o}]", size=9.5, anchor="end", fill=MUTED)
+            f.text(tx - 6, ty + (o + 0.5) * ch, f"[{o}]", size=SIZE_SMALL, anchor="end", fill=MUTED)
         for h in range(H_KV):
             f.text(tx + h * (D * cw + 14) + D * cw / 2, ty + BLOCK_SIZE * ch + 10, f"head {h}",
-                   size=9.5, anchor="middle", fill=MUTED)
+                   size=SIZE_SMALL, anchor="middle", fill=MUTED)
         if b == eb:
             f.rect(tx, ty + eo * ch, tile_w, ch, stroke=INK, sw=2.5)
             ex, ey = tx, ty + (eo + 0.5) * ch
     f.arrow(g.right(width - 1) + 60, g.cy(EXAMPLE_SLOT), ex - 26, ey, color=INK, bend=1)
-    f.text(10, 318, f"slot {EXAMPLE_SLOT} = block {eb} · {BLOCK_SIZE} + row {eo}: the flat "
-           f"row {EXAMPLE_SLOT} is block_view[{eb}][{eo}], element (h, d) at offset "
-           f"(({eb} · {BLOCK_SIZE} + {eo}) · {H_KV} + h) · {D} + d in both.", size=SIZE_SMALL,
-           fill=MUTED)
-    f.text(10, 336, "A write indexes the flat view with slot numbers; indexing the block view "
-           "with them would pick block 9, not row 1 of block 2.", size=SIZE_SMALL, fill=MUTED)
+    y = f.paragraph(10, 318, f"slot {EXAMPLE_SLOT} = block {eb} · {BLOCK_SIZE} + row {eo}: the "
+                    f"flat row {EXAMPLE_SLOT} is block_view[{eb}][{eo}], element (h, d) at offset "
+                    f"(({eb} · {BLOCK_SIZE} + {eo}) · {H_KV} + h) · {D} + d in both. A write "
+                    "indexes the flat view with slot numbers; indexing the block view with them "
+                    "would pick block 9, not row 1 of block 2.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 
@@ -180,7 +180,7 @@ def write_read() -> Figure:
             return holder[slot][0], holder[slot][1]
         return "", FREE
     pool = f.grid(px, py, num_blocks, BLOCK_SIZE, cw, rh, cell, size=SIZE_SMALL,
-                  col_labels=[f"row {o}" for o in range(BLOCK_SIZE)], label_size=9.5)
+                  col_labels=[f"row {o}" for o in range(BLOCK_SIZE)], label_size=SIZE_SMALL)
     for b in range(num_blocks):
         f.text(pool.right(BLOCK_SIZE - 1) + 8, pool.cy(b), f"block {b}", size=SIZE_SMALL,
                fill=MUTED)

@@ -59,7 +59,7 @@ def grid() -> Figure:
             size=SIZE_SMALL, anchor="start", fill=MUTED, gap=1.6)
     y_legend = y0 + h * len(SEQ_LENS) + 28
     f.legend(x0, y_legend, [(STATE, "writes its partial (m, denom, acc) for the reduce"),
-                            (DIRECT, "the only partition: finishes the softmax, writes out")])
+                            (DIRECT, "the only partition: writes out itself")])
     f.legend(x0, y_legend + 22, [(FREE, "past the sequence's end: returns before any read "
                                         "or write")])
     f.text(x0, y_legend + 50, f"max_num_partitions = ceil(max_seq_len / {PARTITION_SIZE}) = "
@@ -91,10 +91,10 @@ def scratch() -> Figure:
                row_labels=[f"s{s}" for s in range(len(SEQ_LENS))] if k == 0 else None)
     f.text(40, y0 + ch * len(SEQ_LENS) + 18, "[num_seqs, num_heads, max_num_partitions] float32",
            size=SIZE_SMALL, fill=MUTED, mono=True)
-    tx, row_w, row_h = 430, 340, 11
+    tx, row_w, row_h = 430, 340, 13
     f.text(tx + row_w / 2, y0 - 34, "tmp_out", size=SIZE, anchor="middle", weight="bold",
            mono=True)
-    f.text(tx + row_w / 2, y0 - 18, "acc = sum of e^(l − m) v, undivided", size=SIZE_SMALL,
+    f.text(tx + row_w / 2, y0 - 18, "acc = Σₜ e^{sₜ − m} vₜ, undivided", size=SIZE_SMALL,
            anchor="middle", italic=True)
     y = y0
     for s in range(len(SEQ_LENS)):
@@ -102,13 +102,13 @@ def scratch() -> Figure:
             written = kind(s, p) == "partial"
             f.rect(tx, y, row_w, row_h, fill=STATE.fill if written else "#ffffff",
                    stroke=STATE.ink if written else RULE, sw=1, dash=None if written else "4 3")
-            f.text(tx - 6, y + row_h / 2, f"s{s} p{p}", size=9, anchor="end", fill=MUTED,
+            f.text(tx - 6, y + row_h / 2, f"s{s} p{p}", size=SIZE_SMALL, anchor="end", fill=MUTED,
                    mono=True)
             y += row_h + 2
         y += 6
-    f.text(tx, y + 4, "d = 0, 1, …, head_size − 1 →", size=9, fill=MUTED)
-    f.text(tx, y + 22, "[num_seqs, num_heads, max_num_partitions, head_size] float32",
-           size=SIZE_SMALL, fill=MUTED, mono=True)
+    f.text(tx, y + 4, "d = 0, 1, …, head_size − 1 →", size=SIZE_SMALL, fill=MUTED)
+    f.text(812, y + 22, "[num_seqs, num_heads, max_num_partitions, head_size] float32",
+           size=SIZE_SMALL, fill=MUTED, mono=True, anchor="end")
     notes = ["entry (s, h, p) sits at (s · num_heads + h) · max_num_partitions + p; tmp_out "
              "multiplies that by head_size and adds d.",
              "The partition extent is max_num_partitions for every sequence. A one-partition "
@@ -120,35 +120,38 @@ def scratch() -> Figure:
     return f
 
 
+SUB = "₀₁₂₃₄₅₆₇₈₉"  # subscript digits: the index of a partition's state
+
+
 def reduce() -> Figure:
     n = 5
     f = Figure(820, 372, "The reduce kernel as a merge tree",
                "Five partials of one (sequence, head): their maxima fold into M; each partition "
-               "gets the weight e^(m_p − M); the weighted denominators and accumulators are "
+               "gets the weight e to the power mₚ − M; the weighted denominators and accumulators are "
                "summed and divided once.")
     f.text(10, 14, "paged_attention_v2_reduce_kernel: one thread block per (head, sequence)",
            size=SIZE_TITLE, weight="bold")
     bw, gap, by = 128, 22, 300
     xs = [40 + p * (bw + gap) for p in range(n)]
     for p, x in enumerate(xs):
-        f.box(x, by, bw, 48, [f"partition {p}", f"m{p}, denom{p}, acc{p}"], fill=hue(p).fill,
+        f.box(x, by, bw, 48, [f"partition {p}", f"m{SUB[p]}, denom{SUB[p]}, acc{SUB[p]}"], fill=hue(p).fill,
               stroke=hue(p).ink, size=SIZE_SMALL)
     centre = 410
     my, wy, sy = 222, 150, 74
-    f.box(centre - 130, my, 260, 40, ["M = max over p of m_p", "block_max: a butterfly tree"],
+    f.box(centre - 130, my, 260, 40, ["M = maxₚ mₚ", "block_max: a butterfly tree"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
     for p, x in enumerate(xs):
         f.arrow(x + bw / 2, by - 1, centre + (x + bw / 2 - centre) * 0.35, my + 41,
                 color=hue(p).ink)
-    f.box(centre - 230, wy, 460, 40,
-          [f"w_p = e^(m_p − M), a tile of {NUM_THREADS} partitions at a time",
+    f.box(centre - 260, wy, 520, 40,
+          [f"wₚ = e^{{mₚ − M}}, a tile of {NUM_THREADS} partitions at a time",
            "weights[] in shared memory: a barrier after writing, one before the next tile"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
     f.arrow(centre, my - 1, centre, wy + 41, color=STATE.ink)
-    f.box(40, sy, 330, 40, ["denom = sum over p of w_p · denom_p",
+    f.box(40, sy, 330, 40, ["denom = Σₚ wₚ · denomₚ",
                             "a share per thread, then block_sum (a tree)"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
-    f.box(450, sy, 330, 40, ["acc[d] = sum over p of w_p · acc_p[d]",
+    f.box(450, sy, 330, 40, ["acc[d] = Σₚ wₚ · accₚ[d]",
                              "thread d adds the partitions in order"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
     f.arrow(centre - 80, wy - 1, 205, sy + 41, color=STATE.ink)

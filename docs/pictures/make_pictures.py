@@ -21,6 +21,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 MAX_WIDTH = 840  # px: the content column at a 1400 px window (docs/book.css)
+EDGE_SLACK = 4   # px: text widths are estimates (svgfig.text_width), so a hair past the edge is not
+                 # reported
 
 
 def _svg_width(svg: str) -> float:
@@ -55,6 +57,13 @@ def main(argv: list[str]) -> int:
             if figure.width > MAX_WIDTH:
                 problems.append(f"{source.name}: {stem} is {figure.width:g} px wide, more than "
                                 f"the {MAX_WIDTH} px column")
+            for left, right, text in figure.extents:
+                if left < -EDGE_SLACK or right > figure.width + EDGE_SLACK:
+                    problems.append(f"{source.name}: {stem}: the text \"{text[:40]}\" runs past "
+                                    f"the picture's edge (x {left:.0f} to {right:.0f} of "
+                                    f"{figure.width:g}): shorten it or break the line")
+            for overflow in figure.overflows[:3]:
+                problems.append(f"{source.name}: {stem}: text overflows: {overflow}")
             (out / f"{stem}.svg").write_text(figure.svg(), encoding="utf-8")
             written[stem] = source.name
 

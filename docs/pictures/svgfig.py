@@ -9,7 +9,7 @@ language:
   roles that recur (request A and B, shared, free, poison, the four warps, the state);
 - one font size scale and one stroke width;
 - Figure: rectangles, text, lines, arrows, braces, legends, written in user units that are CSS
-  pixels at 100 %: a figure drawn `Figure(820, h)` shows at its natural size in the book's
+  pixels at 100%: a figure drawn `Figure(820, h)` shows at its natural size in the book's
   content column (about 840 px at a 1400 px window) and scales down on narrower screens;
 - Figure.grid: a CuTe-style layout picture: a grid of cells, each coloured by who owns it and
   labelled with what it holds, e.g. "T3 / d8-11" (see lab05.py).
@@ -19,6 +19,7 @@ A picture is a function returning a Figure; a chapter module lists its pictures 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 from xml.sax.saxutils import escape
@@ -34,7 +35,7 @@ PAPER = "#ffffff"
 
 SIZE_TITLE = 14        # a panel's title
 SIZE = 12              # ordinary labels
-SIZE_SMALL = 10.5      # cell contents, annotations
+SIZE_SMALL = 11        # cell contents, annotations: the smallest text (11 px at the column)
 STROKE = 1.2
 
 
@@ -85,7 +86,39 @@ def mix(a: str, b: str, t: float) -> str:
 def text_width(s: str, size: float = SIZE, mono: bool = False) -> float:
     """An estimate of the width of `s` in user units (DejaVu metrics, rounded up)."""
     per_char = 0.61 if mono else 0.58
-    return len(s) * size * per_char
+    return len(text_extent(s)) * size * per_char
+
+
+SCRIPT = re.compile(r"([\^_])\{([^{}]*)\}")
+
+
+def _math_spans(s: str, size: float) -> str:
+    """Escaped text, with TeX-like `^{...}` and `_{...}` drawn as raised and lowered smaller
+    text: e^{m − m'} is e with the exponent set as one, not "e^(m − m')". The script size is
+    never below SIZE_SMALL."""
+    if not SCRIPT.search(s):
+        return escape(s)
+    small = max(SIZE_SMALL, round(size * 0.8, 1))
+    out, at, back = [], 0, None
+    for m in SCRIPT.finditer(s):
+        if m.start() > at:
+            dy = f' dy="{back}"' if back else ""
+            out.append(f"<tspan{dy}>{escape(s[at:m.start()])}</tspan>")
+            back = None
+        shift, undo = ("-0.45em", "0.45em") if m.group(1) == "^" else ("0.3em", "-0.3em")
+        if back:  # two scripts in a row: return to the baseline first
+            out.append(f'<tspan dy="{back}"></tspan>')
+        out.append(f'<tspan dy="{shift}" font-size="{small:g}">{escape(m.group(2))}</tspan>')
+        back, at = undo, m.end()
+    if at < len(s) or back:
+        dy = f' dy="{back}"' if back else ""
+        out.append(f"<tspan{dy}>{escape(s[at:])}</tspan>")
+    return "".join(out)
+
+
+def text_extent(s: str) -> str:
+    """The characters of s as drawn (the script markers taken out), for width estimates."""
+    return SCRIPT.sub(r"\2", s)
 
 
 # ---- the figure ---------------------------------------------------------------------------------
@@ -98,6 +131,10 @@ class Figure:
         self.title, self.desc = title, desc
         self._body: list[str] = []
         self._markers: dict[str, str] = {}
+        # (left, right, text) of every unrotated text, estimated: make_pictures.py fails a
+        # picture whose text runs past its edges.
+        self.extents: list[tuple[float, float, str]] = []
+        self.overflows: list[str] = []  # grid cells whose text is wider than the cell
 
     # -- primitives --
     def add(self, element: str) -> None:
@@ -121,6 +158,10 @@ class Figure:
              fill: str = INK, weight: str | None = None, mono: bool = False,
              italic: bool = False, rotate: float | None = None) -> None:
         """One line of text whose vertical middle is at y."""
+        if rotate is None:
+            w = text_width(s, size, mono) * (1.06 if weight == "bold" else 1.0)
+            left = x - {"start": 0, "middle": w / 2, "end": w}[anchor]
+            self.extents.append((left, left + w, s))
         attrs = f'x="{x:g}" y="{y:g}" font-size="{size:g}" text-anchor="{anchor}"'
         attrs += ' dominant-baseline="central"'
         if fill != INK:
@@ -133,7 +174,7 @@ class Figure:
             attrs += ' font-style="italic"'
         if rotate is not None:
             attrs += f' transform="rotate({rotate:g} {x:g} {y:g})"'
-        self.add(f"<text {attrs}>{escape(s)}</text>")
+        self.add(f"<text {attrs}>{_math_spans(s, size)}</text>")
 
     def lines(self, x: float, y: float, rows: Sequence[str], size: float = SIZE,
               anchor: str = "middle", gap: float = 1.3, **kw) -> None:
@@ -142,6 +183,25 @@ class Figure:
         top = y - step * (len(rows) - 1) / 2
         for i, row in enumerate(rows):
             self.text(x, top + i * step, row, size=size, anchor=anchor, **kw)
+
+    def paragraph(self, x: float, y: float, s: str, width: float | None = None,
+                  size: float = SIZE_SMALL, gap: float = 1.4, **kw) -> float:
+        """Text wrapped at word boundaries to `width` (default: to the picture's right margin),
+        its first line's middle at y; returns the y of the line after the last."""
+        width = width if width is not None else self.width - x - 10
+        line = ""
+        for word in s.split(" "):
+            trial = f"{line} {word}" if line else word
+            if line and text_width(trial, size, kw.get("mono", False)) > width:
+                self.text(x, y, line, size=size, **kw)
+                y += size * gap
+                line = word
+            else:
+                line = trial
+        if line:
+            self.text(x, y, line, size=size, **kw)
+            y += size * gap
+        return y
 
     def _marker(self, color: str) -> str:
         mid = "arrow-" + color.lstrip("#")
@@ -193,6 +253,11 @@ class Figure:
         """A rectangle with centred lines of text; returns (x, y, w, h)."""
         self.rect(x, y, w, h, fill=fill, stroke=stroke, rx=rx, dash=dash)
         rows = [rows] if isinstance(rows, str) else list(rows)
+        if rows and max(text_width(r, size, mono) for r in rows) > w + 1:
+            self.overflows.append(f"\"{max(rows, key=len)}\" is wider than its {w:g} px box")
+        if len(rows) * size * 1.3 > h + 2:
+            self.overflows.append(f"{len(rows)} line(s) of {size:g} px are taller than their "
+                                  f"{h:g} px box")
         self.lines(x + w / 2, y + h / 2, rows, size=size, mono=mono, weight=weight, fill=color)
         return x, y, w, h
 
@@ -242,6 +307,10 @@ class Figure:
                 self.rect(cx, cy, cell_w, cell_h, fill=fill, stroke=stroke, sw=sw)
                 if label:
                     rows_ = [label] if isinstance(label, str) else list(label)
+                    widest = max(text_width(t, size, mono) for t in rows_)
+                    if widest > cell_w + 1:  # make_pictures.py fails the picture
+                        self.overflows.append(f"\"{max(rows_, key=len)}\" is {widest:.0f} px "
+                                              f"wide in a {cell_w:g} px cell")
                     self.lines(cx + cell_w / 2, cy + cell_h / 2, rows_, size=size, mono=mono,
                                fill=text_color, gap=1.15)
         self.rect(x, y, cols * cell_w, rows * cell_h, stroke=RULE, sw=1)

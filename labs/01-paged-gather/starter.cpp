@@ -18,7 +18,7 @@ namespace pa::paged_gather {
 // The write map: the flat cache row of each token t in [start, start + num_tokens).
 // block_table: [num_logical_blocks] -> [num_tokens]
 //   slot(t) = block_table[t / block_size] * block_size + t % block_size
-// Hint: IVec::LinSpaced(num_tokens, start, start + num_tokens - 1) lists the tokens.
+// Stuck? tools/lab hint 01 build_slot_mapping (the Eigen that lists the tokens is in level 3).
 IVec build_slot_mapping(const IVec& block_table, int block_size, int start, int num_tokens) {
   checks::build_slot_mapping(block_table, block_size, start, num_tokens);
   throw NotImplemented("build_slot_mapping");
@@ -29,7 +29,8 @@ IVec build_slot_mapping(const IVec& block_table, int block_size, int start, int 
 // The scatter: row i of new_k goes to row slot_mapping[i] of k_cache (and the same for V).
 // k_cache, v_cache: [num_slots, num_kv_heads * head_dim]
 // new_k, new_v:     [num_tokens, num_kv_heads * head_dim]
-// Hint: Eigen 3.4 indexes rows with an index vector: m(slot_mapping, Eigen::all).
+// Invariant after it: row slot_mapping[i] of each cache is row i of the new keys (values), and
+// no other row changed. Stuck? tools/lab hint 01 write_kv
 void write_kv(Mat& k_cache, Mat& v_cache, const Mat& new_k, const Mat& new_v,
               const IVec& slot_mapping) {
   checks::write_kv(k_cache, v_cache, new_k, new_v, slot_mapping);

@@ -200,7 +200,7 @@ TEST(PagedAttention, TwoPhysicalPlacementsAreBitIdentical) {
   ASSERT_FALSE(a.block_table == b.block_table);
   const Mat out_a = paged_attention(a.q, a.k_cache, a.v_cache, a.block_table, 29, 4);
   const Mat out_b = paged_attention(b.q, b.k_cache, b.v_cache, b.block_table, 29, 4);
-  EXPECT_TRUE(BitIdentical(out_a, out_b));
+  EXPECT_TRUE(BitIdentical(out_a, out_b, {{}, "first placement", "second placement"}));
   EXPECT_TRUE(AllClose(dense_truth(a), out_a, kExactTol));
 }
 

@@ -23,7 +23,7 @@ namespace pa::online_softmax {
 //   scores = K q / sqrt(d)                       // [n]
 //   w      = exp(scores - max(scores))           // [n], every entry in (0, 1]
 //   out    = V^T w / sum(w)                      // [dv]
-// Hint: .array() gives element-wise exp(); .matrix() brings the result back for the product.
+// Stuck? tools/lab hint 02 dense_attention
 Vec dense_attention(const Vec& q, const Mat& K, const Mat& V) {
   checks::dense_attention(q, K, V);
   throw NotImplemented("dense_attention");

@@ -170,7 +170,7 @@ TEST(PagedOnlineAttention, TwoPhysicalPlacementsAreBitIdentical) {
   place(b, pa::testing::kPoison);
   EXPECT_TRUE(FarFromUniform(scores_of(a), kShortRowPeak));
   const Vec out_a = run(a);
-  EXPECT_TRUE(BitIdentical(out_a, run(b)));
+  EXPECT_TRUE(BitIdentical(out_a, run(b), {{}, "first placement", "second placement"}));
   EXPECT_TRUE(AllClose(truth(a), out_a, kExactTol));
 }
 /// [paging_invariance_test]

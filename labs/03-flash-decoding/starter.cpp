@@ -57,8 +57,8 @@ Vec merge_partials(const std::vector<Partial>& partials) {
 // n % p ranges have n / p + 1 rows, the others n / p; empty ranges are fine), attend each
 // range, merge.
 // q: [d]; K: [n, d]; V: [n, dv] -> [dv]
-// Hint: K.middleRows(start, rows) is the key range [start, start + rows); it binds to
-// attend_partial's RowsView without a copy.
+// A key range binds to attend_partial's RowsView without a copy (Eigen's middleRows).
+// Stuck? tools/lab hint 03 partitioned_attention
 //
 // TODO, in this order:
 //   1. Work out where every range starts (a vector of num_partitions + 1 offsets is handy).

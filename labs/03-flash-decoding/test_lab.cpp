@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "flash_decoding.hpp"
@@ -400,7 +401,8 @@ TEST(PartitionedAttention, ThreadsGiveTheSameBits) {
     EXPECT_TRUE(AllClose(truth, one_thread, kExactTol)) << num_partitions << " partitions";
     for (const int num_threads : {2, 3, 8}) {
       EXPECT_TRUE(BitIdentical(one_thread,
-                               partitioned_attention(p.q, p.K, p.V, num_partitions, num_threads)))
+                               partitioned_attention(p.q, p.K, p.V, num_partitions, num_threads),
+                               {{}, "one thread", std::to_string(num_threads) + " threads"}))
           << num_partitions << " partitions on " << num_threads << " threads";
     }
   }

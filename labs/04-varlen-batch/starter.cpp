@@ -18,14 +18,15 @@
 namespace pa::varlen_batch {
 
 /// [build_forward_meta]
-// The scheduler's list -> the metadata tensors.
-//   cu_seqlens_q: [num_seqs + 1]  0, n0, n0 + n1, ...        (n = num_new)
-//   seq_lens_kv:  [num_seqs]      num_cached + num_new
-//   block_table:  [num_seqs, max_blocks_per_seq]  each request's blocks, then -1
-//   positions:    [total_new]     num_cached, num_cached + 1, ... for each request in turn
-//   slot_mapping: [total_new]     blocks[p / block_size] * block_size + p % block_size
-// Hint: a new token's position starts at num_cached, not at 0 — the cached tokens already own
-// the slots before it.
+// Goal: the scheduler's list of requests -> the five metadata tensors one attention call needs.
+// In:  batch[s] = {num_cached, num_new, blocks}; block_size.
+// Out: cu_seqlens_q [num_seqs + 1], seq_lens_kv [num_seqs],
+//      block_table [num_seqs, max_blocks_per_seq], positions [total_new], slot_mapping [total_new].
+// Invariants after it: the rows of request s in q are cu_seqlens_q[s] .. cu_seqlens_q[s + 1] - 1
+// (its new tokens only); seq_lens_kv[s] counts every token it attends to; a new token's position
+// continues the cached ones, and its slot is where that position lives in the request's blocks
+// (§ The write map and the read map); a block_table row holds the request's blocks, then -1.
+// Stuck? tools/lab hint 04 build_forward_meta
 ForwardMeta build_forward_meta(const std::vector<SeqStep>& batch, int block_size) {
   checks::build_forward_meta(batch, block_size);
   throw NotImplemented("build_forward_meta");
@@ -33,10 +34,11 @@ ForwardMeta build_forward_meta(const std::vector<SeqStep>& batch, int block_size
 /// [build_forward_meta]
 
 /// [set_kv]
-// The write: row i of k goes to row slot_mapping[i] of k_pool (and the same for v).
-// k_pool, v_pool: [num_blocks * block_size, num_kv_heads * head_dim]
-// k, v:           [total_new, num_kv_heads * head_dim]
-// Hint: one line each with Eigen 3.4's index-vector rows, pool(slot_mapping, Eigen::all).
+// Goal: the write. Each new token's key and value row goes to its slot in the pools.
+// In:  k, v [total_new, num_kv_heads * head_dim]; slot_mapping [total_new].
+// Out: k_pool, v_pool [num_blocks * block_size, num_kv_heads * head_dim], changed in place.
+// Invariant after it: pool row slot_mapping[i] equals row i of k (of v), and no other row moved.
+// Stuck? tools/lab hint 04 set_kv
 void set_kv(Mat& k_pool, Mat& v_pool, const IVec& slot_mapping, const Mat& k, const Mat& v) {
   checks::set_kv(k_pool, v_pool, slot_mapping, k, v);
   throw NotImplemented("set_kv");
@@ -44,14 +46,15 @@ void set_kv(Mat& k_pool, Mat& v_pool, const IVec& slot_mapping, const Mat& k, co
 /// [set_kv]
 
 /// [attn_paged]
-// One call for the batch. For each sequence s:
-//   rows q_start = cu_seqlens_q[s] .. cu_seqlens_q[s + 1] - 1 of q are its queries (q_len of them)
-//   its keys are tokens 0 .. seq_lens_kv[s] - 1, found through block_table row s
-//   query i (position seq_lens_kv[s] - q_len + i) sees keys 0 .. seq_lens_kv[s] - q_len + i
-// q, returned: [total_new, num_heads * head_dim]; head h of token t is columns h * head_dim ..
-// (h + 1) * head_dim - 1 of row t. Keep it that way: token-major in, token-major out.
-// Hint: set a masked score to -infinity before you take the row max, so a masked key
-// contributes exactly nothing.
+// Goal: causal attention for every sequence of the batch, in one call.
+// In:  q [total_new, num_heads * head_dim] (head h of token t: columns h * head_dim onward);
+//      k_pool, v_pool as set_kv left them; meta from build_forward_meta.
+// Out: [total_new, num_heads * head_dim], laid out like q (token-major).
+// Invariants: each query row attends only to its own sequence's keys, found through its
+// block_table row, and only to the keys at or before its own position (§ Causal attention, one
+// sequence at a time); a masked key contributes exactly nothing; query head h reads the kv head
+// its group shares.
+// Stuck? tools/lab hint 04 attn_paged
 Mat attn_paged(const Mat& q, const Mat& k_pool, const Mat& v_pool, const ForwardMeta& meta,
                int num_heads, int num_kv_heads) {
   checks::attn_paged(q, k_pool, v_pool, meta, num_heads, num_kv_heads);

@@ -36,14 +36,21 @@ __global__ void reshape_and_cache_kernel(
     const int block_size, const int x) {
   PA_TODO_KERNEL();  // delete this line when you write the body
 
-  // TODO 1. This block's token is blockIdx.x; its slot is slot_mapping[token]. A negative slot
-  //         is a padding token: return without writing anything.
-  // TODO 2. The slot names physical block slot / block_size, row slot % block_size.
-  // TODO 3. Stride i = threadIdx.x, threadIdx.x + blockDim.x, ... over the token's
-  //         num_kv_heads * head_size elements; element i is head i / head_size, dimension
-  //         d = i % head_size, and sits at key[token * key_stride + i] (value likewise).
-  // TODO 4. Store it at value_cache[block, head, d, row] and at
-  //         key_cache[block, head, d / x, row, d % x] — flatten both with int64 arithmetic.
+  // TODO 1. Which token, and whether it is stored at all. In: blockIdx.x, slot_mapping
+  //         [num_tokens]. A padding token (negative slot) writes nothing, and no address is
+  //         computed from its slot.
+  // TODO 2. Where the slot lives: its physical block and its row in that block (§ The cache
+  //         layouts).
+  // TODO 3. The threads share the token's num_kv_heads * head_size elements of key and value
+  //         ([num_tokens, num_kv_heads, head_size], key_stride / value_stride per token); every
+  //         element is copied exactly once, whatever blockDim.x is.
+  // TODO 4. Each element lands at its place in both caches: key_cache
+  //         [num_blocks, num_kv_heads, head_size/x, block_size, x] and value_cache
+  //         [num_blocks, num_kv_heads, head_size, block_size]. Invariant: reading the caches back
+  //         through the same layouts gives the token's key and value; nothing else changes.
+  //         Offsets reach past 2^31 elements in a large cache (§ Shared memory and the context
+  //         bound): compute them in int64.
+  //         Stuck? tools/lab hint 05 reshape
 }
 /// [reshape_and_cache_kernel]
 
@@ -94,35 +101,31 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
   const int num_seq_blocks = ceil_div(seq_len, BLOCK_SIZE);
   const int* block_table = block_tables + seq_idx * max_num_blocks_per_seq;  // [max_num_blocks]
 
-  // TODO 0. kv_head_idx: the kv head this query head reads. num_heads / num_kv_heads
-  //         consecutive query heads share one kv head (GQA; MHA is the case of 1).
+  // TODO 0. Goal: kv_head_idx, the kv head this query head reads under grouped-query
+  //         attention (§ What one decode step asks of the kernel). Invariant: consecutive query
+  //         heads share a kv head; with num_heads == num_kv_heads each reads its own.
 
-  // TODO 1. The query into shared memory: __shared__ Q_vec q_vecs[THREAD_GROUP_SIZE]
-  //         [NUM_VECS_PER_THREAD]. Row r holds the vecs a group's rank-r thread works on:
-  //         vec r, r + THREAD_GROUP_SIZE, r + 2 * THREAD_GROUP_SIZE, ... of
-  //         q[seq_idx, head_idx, :] (q_stride elements per sequence). The block's thread groups
-  //         share the loading; then every thread reads every row: barrier.
+  // TODO 1. Goal: the query q[seq_idx, head_idx, :] ([HEAD_SIZE], q_stride per sequence) in
+  //         __shared__ Q_vec q_vecs[THREAD_GROUP_SIZE][NUM_VECS_PER_THREAD], laid out so that a
+  //         group's rank-r thread finds the vecs it multiplies in row r (§ Thread groups, vecs
+  //         and warps). The whole block shares the loading. Invariant after it: every thread may
+  //         read every row — the writes of all threads are visible.
 
-  // TODO 2. q·k for every token. SIMT_DYNAMIC_SHARED(float, shared_mem); the logits live in it
-  //         ([num_seq_blocks * BLOCK_SIZE] floats), and __shared__ float red_smem[2 * NUM_WARPS]
-  //         holds the reductions' partials. Warp w takes logical blocks w, w + NUM_WARPS, ...;
-  //         inside a block, thread group thread_group_in_warp takes that row (token).
-  //         Physical block = block_table[logical block]. The group's rank-r thread loads its
-  //         vecs j = 0 .. NUM_VECS_PER_THREAD-1: dimensions d = (r + j * THREAD_GROUP_SIZE) *
-  //         VEC_SIZE onward, found at key_cache[block, kv_head_idx, d / x, row, d % x].
-  //         Sum dot(q_vec, k_vec) over j, then add the group's partial sums together with
-  //         __shfl_xor_sync (masks THREAD_GROUP_SIZE/2 .. 1), multiply by scale. Rank 0 stores
-  //         the logit — 0 for rows at or past seq_len — and keeps its running qk_max of the
-  //         real ones (start from -FLT_MAX).
+  // TODO 2. Goal: the logits. Out: logits ([num_seq_blocks * BLOCK_SIZE] floats at the start of
+  //         SIMT_DYNAMIC_SHARED(float, shared_mem)), and for each group's rank 0 the running max
+  //         qk_max of its real logits; __shared__ float red_smem[2 * NUM_WARPS] is kept for the
+  //         reductions. Work split: a warp per logical block (found through block_table), a thread
+  //         group per token row, a rank per slice of the head; the key's dimensions sit in
+  //         key_cache in x-chunks (§ The cache layouts). Invariants after it: logits[t] =
+  //         scale * q·k_t for every t < seq_len, with every rank's slice in it; rows at or past
+  //         seq_len hold 0 and never reach qk_max.
 
-  // TODO 3. Reduction 1, the block-wide max: a butterfly over the warp (masks 16 down to
-  //         THREAD_GROUP_SIZE), lane 0 writes red_smem[warp_idx], barrier, each warp folds the
-  //         NUM_WARPS partials the same way, then broadcast lane 0's value with __shfl_sync.
+  // TODO 3. Goal: the block-wide max of the logits, in every thread (§ The two reductions):
+  //         first within each warp, then across warps through red_smem.
 
-  // TODO 4. Reduction 2, the sum: for tokens i = thread_idx, thread_idx + NUM_THREADS, ... <
-  //         seq_len replace logits[i] by __expf(logits[i] - qk_max) and add it to exp_sum; sum
-  //         exp_sum over the block (as in TODO 3, through red_smem[NUM_WARPS ..]); scale every
-  //         logit by 1 / exp_sum. Other threads read these probabilities next: barrier.
+  // TODO 4. Goal: the probabilities, in place. Out: logits[t] = e^(l_t - max) / sum over
+  //         t' < seq_len of e^(l_t' - max), for t < seq_len; the sum is block-wide (the other
+  //         half of red_smem). Invariant after it: every thread may read every probability.
 
   // ---- Step 5 (given): the value-side geometry -------------------------------------------
   // value_cache rows are dimensions, columns tokens: a thread reads V_VEC_SIZE tokens of one
@@ -134,21 +137,20 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
   constexpr int NUM_ROWS_PER_ITER = WARP_SIZE / NUM_V_VECS_PER_ROW;
   constexpr int NUM_ROWS_PER_THREAD = ceil_div(HEAD_SIZE, NUM_ROWS_PER_ITER);
 
-  // TODO 5. float accs[NUM_ROWS_PER_THREAD], zeroed. Warp w again takes logical blocks w,
-  //         w + NUM_WARPS, ...; the lane reads the V_VEC_SIZE probabilities of columns
-  //         (lane % NUM_V_VECS_PER_ROW) * V_VEC_SIZE onward, and for i < NUM_ROWS_PER_THREAD
-  //         the row d = lane / NUM_V_VECS_PER_ROW + i * NUM_ROWS_PER_ITER (if d < HEAD_SIZE):
-  //         one V_vec from value_cache[block, kv_head_idx, d, those columns]; accs[i] +=
-  //         sum_j prob[j] * v[j]. A column at or past seq_len holds garbage (NaN in the
-  //         tests), and 0 * NaN is NaN: use 0 for it instead of reading it into the sum.
+  // TODO 5. Goal: each lane's share of sum_t p_t v_t. Out: float accs[NUM_ROWS_PER_THREAD],
+  //         the rows (dimensions) given by the value-side geometry above, summed over the
+  //         tokens of the warp's logical blocks; value_cache is [num_blocks, num_kv_heads,
+  //         HEAD_SIZE, BLOCK_SIZE] (a row is a dimension, its columns tokens). Invariant: a
+  //         column at or past seq_len adds exactly 0 — its cache row may hold NaN, and 0 * NaN
+  //         is NaN (§ The softmax held in shared memory — and labs 02 and 03).
 
-  // TODO 6. Fold the lanes that share a row (__shfl_xor_sync, masks NUM_V_VECS_PER_ROW/2 .. 1),
-  //         then the warps: barrier (the logits' memory becomes float out_smem[NUM_WARPS / 2]
-  //         [HEAD_SIZE]), and halve the active warps each round — the upper half writes its
-  //         rows, barrier, the lower half adds them, barrier.
+  // TODO 6. Goal: the full sum of each row in warp 0: the lanes that share a row, then the
+  //         warps (through float out_smem[NUM_WARPS / 2][HEAD_SIZE], which reuses the logits'
+  //         memory: every warp must be done reading them first).
 
-  // TODO 7. Warp 0's row leaders (lane % NUM_V_VECS_PER_ROW == 0) write
-  //         out[seq_idx, head_idx, d] with from_float.
+  // TODO 7. Goal: out[seq_idx, head_idx, :] ([num_seqs, num_heads, HEAD_SIZE]) written once per
+  //         dimension, rounded to scalar_t once (from_float).
+  //         Stuck on a step? tools/lab hint 05 (the steps), tools/lab hint 05 attention.N
 }
 /// [paged_attention_v1_kernel]
 

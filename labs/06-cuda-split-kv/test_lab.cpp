@@ -622,7 +622,9 @@ TEST_P(PagedAttentionV2, PagingIsInvisibleBitForBit) {
   ASSERT_NE(a.blocks, b.blocks);
   for (const int partition_size : {kPartitionSize, kSmallPartition}) {
     EXPECT_TRUE(BitIdentical(run(GetParam(), a, partition_size).out,
-                             run(GetParam(), b, partition_size).out))
+                             run(GetParam(), b, partition_size).out,
+                             pa::testing::decode_labels(c.num_heads, "first placement",
+                                                        "second placement")))
         << "partition_size " << partition_size;
   }
 }
@@ -648,8 +650,12 @@ TEST_P(PagedAttentionV2, SchedulesAgreeBitForBit) {
     const V2Run reverse = run(GetParam(), p, partition_size);
     simt::set_schedule(simt::Schedule::Random, 2024);
     const V2Run shuffled = run(GetParam(), p, partition_size);
-    EXPECT_TRUE(BitIdentical(forward.out, reverse.out)) << "forward vs reverse";
-    EXPECT_TRUE(BitIdentical(forward.out, shuffled.out)) << "forward vs random:2024";
+    EXPECT_TRUE(BitIdentical(forward.out, reverse.out,
+                             pa::testing::decode_labels(c.num_heads, "forward schedule",
+                                                        "reverse schedule")));
+    EXPECT_TRUE(BitIdentical(forward.out, shuffled.out,
+                             pa::testing::decode_labels(c.num_heads, "forward schedule",
+                                                        "random:2024 schedule")));
     EXPECT_TRUE(
         std::memcmp(forward.tmp_out.data(), reverse.tmp_out.data(), forward.tmp_out.nbytes()) ==
             0 &&

@@ -6,7 +6,8 @@ and checks for python3 first). Python 3.10 standard library only.
     labs        the tree's labs, found once
     build       configuring and building with CMake
     testrun     running tests (ctest, or one GoogleTest test per process) and reading the result
-    grading     points and hints, grading labs, the table, results.json, JUnit XML
+    grading     the grade: the chapter's table of points and hints, grading labs, the test to fix first
+    reports     a grade shown and written: the terminal table, results.json (and its check), JUnit XML
     patches     unified diffs, read and applied without `patch`
     mutants     the mutant catalogue (solutions/NN-name/mutants/*.patch), built and run
     check       the instructor's commands `mutants` and `check`

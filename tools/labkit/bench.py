@@ -297,6 +297,11 @@ def print_summary(lab: Lab, runs: list[dict], gpu: str | None = None) -> list[tu
     return lines
 
 
+# gnuplot dash types of the yardsticks that share a plot: dashes, dash-dot, dots.
+YARDSTICK_DASHES = {"BM_BaselineRead": "2", "BM_BaselineCopy": "(12,4,2,4)",
+                    "BM_BaselineReadTwoThreads": "(3,3)"}
+
+
 def plot(lab: Lab, runs: list[dict], svg: Path, where: str) -> bool:
     """One SVG: GB/s against tokens (log scale), a line per series, the baselines dashed."""
     t = by_series(runs)
@@ -308,8 +313,16 @@ def plot(lab: Lab, runs: list[dict], svg: Path, where: str) -> bool:
     for i, (s, pts) in enumerate(sorted(t.items(), key=lambda kv: (is_yardstick(kv[0]), kv[0]))):
         blocks.append(f"# {s}\n" + "\n".join(f"{int(n)} {gbps(r):.4f}" for n, r in sorted(pts.items())))
         grey = "#444444" if s in ("BM_BaselineRead", "BM_GpuReadRoofline") else "#999999"
-        style = (f"lines dashtype 2 lw 2 lc rgb '{grey}'" if is_yardstick(s)
-                 else "linespoints lw 2 pt 7")
+        # Each yardstick its own dash, so two greys never look alike; a series measured at a few
+        # unrelated shapes (the cascade batches) is points, since a line would claim values
+        # between them.
+        dash = YARDSTICK_DASHES.get(s, "2")
+        if is_yardstick(s):
+            style = f"lines dashtype {dash} lw 2 lc rgb '{grey}'"
+        elif s.startswith("BM_Cascade"):
+            style = "points pt 7 ps 1.2"
+        else:
+            style = "linespoints lw 2 pt 7"
         plots.append(f"'{data}' index {i} using 1:2 with {style} title '{s[3:]}'")
     data.write_text("\n\n\n".join(blocks) + "\n")
     script = f"""

@@ -133,6 +133,27 @@ def build_target(build: Path, target: str, quiet: bool = False,
     return proc.returncode == 0, output
 
 
+def outdate(build: Path, rel_paths: list[str], root: Path = ROOT) -> list[Path]:
+    """Removes from `build` every output that ninja's dependency log says was compiled from, or
+    included, one of the files `rel_paths` (relative to the tree), so that the next build compiles
+    it again whatever the files' times; returns what it removed. An object the log does not know
+    yet is one ninja rebuilds anyway (it counts missing dependencies as dirty)."""
+    wanted = {(root / rel).resolve() for rel in rel_paths if Path(rel).suffix not in stamps.NOT_BUILT}
+    if not wanted or not (build / "build.ninja").exists():
+        return []
+    ninja = cached(build).get("CMAKE_MAKE_PROGRAM") or "ninja"
+    done = subprocess.run([ninja, "-C", str(build), "-t", "deps"], capture_output=True, text=True)
+    removed, output = [], None
+    for line in done.stdout.splitlines():
+        if not line.startswith((" ", "\t")):       # "<output>: #deps N, deps mtime T (VALID)"
+            output = build / line.split(": #deps")[0] if ": #deps" in line else None
+        elif output is not None and (build / line.strip()).resolve() in wanted:
+            output.unlink(missing_ok=True)
+            removed.append(output)
+            output = None                           # one listed input is enough
+    return removed
+
+
 def build_lab(build: Path, lab: Lab, target: str, root: Path = ROOT,
               say: Callable[[str], None] = lambda text: None,
               tick: Callable[[float], None] | None = None) -> tuple[bool, str, dict[str, str]]:
@@ -141,15 +162,16 @@ def build_lab(build: Path, lab: Lab, target: str, root: Path = ROOT,
 
     The sources are hashed before and after each build. A file that changed meanwhile may have
     been compiled as it was before the save while its object is newer than it (ninja would never
-    build it again): it is touched and the target built again, at most MAX_BUILDS times. A stamp
-    that does not match the sources before building (an earlier build interrupted, or made by
-    hand) gets the same treatment, and a build folder without a stamp has the lab's sources
-    touched once."""
+    build it again): the objects built from it are removed (outdate) and the target built again,
+    at most MAX_BUILDS times. A stamp that does not match the sources before building (an earlier
+    build interrupted, or made by hand) gets the same treatment, and a build folder without a
+    stamp has the objects of all the lab's sources removed once. The sources themselves are only
+    read: an editor never sees them change on disk behind the student's back."""
     files = stamps.sources(lab, stamps.impl_of(build), root)
     now = stamps.digest(files, root)
     before_stamp = stamps.read(build, lab)
     stamps.forget(build, lab)   # until this build ends with the sources unchanged
-    stamps.touch(list(now) if before_stamp is None else stamps.changed(before_stamp, now), root)
+    outdate(build, list(now) if before_stamp is None else stamps.changed(before_stamp, now), root)
     for attempt in range(1, MAX_BUILDS + 1):
         before = stamps.digest(files, root)
         ok, output = build_target(build, target, quiet=True, tick=tick)
@@ -158,7 +180,7 @@ def build_lab(build: Path, lab: Lab, target: str, root: Path = ROOT,
         if not moved:
             stamps.write(build, lab, after)
             return ok, output, after
-        stamps.touch(moved, root)
+        outdate(build, moved, root)
         say(f"lab {lab.number}: {', '.join(Path(m).name for m in moved)} changed during the "
             "build: building again")
     return False, (f"the sources of lab {lab.number} changed during each of {MAX_BUILDS} builds "

@@ -95,6 +95,10 @@ def cmd_check(args) -> int:
     with cmake.lock(build_dir("mutants"), "check"):
         mutants.run(found, mutants.configure(found))
     mutants.print_report(found)
+    if args.record:
+        print(f"\n{shown(mutants.RECORD)}: {mutants.write_record(found)} mutants recorded")
+        from labkit import diagnosis
+        print(f"{diagnosis.STEPS}: the steps of {diagnosis.write_steps(found)} mutants")
 
     rows = []
     for lab, s, r in zip(picked, starters, solutions):

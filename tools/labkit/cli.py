@@ -6,8 +6,11 @@ Everyone
 Students
   grade [NN ...] [--json F] [--junit F]   build each lab from its starter on its own, run the
         [--asan] [--verbose]              graded tests, print score and a line per test
-                                          (--asan: under AddressSanitizer and UBSan)
+        [--schedule reverse]              (--asan: under AddressSanitizer and UBSan; --schedule:
+                                          the emulated threads in another order)
   watch NN                                re-grade lab NN each time a file in its room is saved
+  hint NN [STEP] [--reset]                the steps of lab NN; with STEP, one more hint level each
+                                          time (the idea, the invariant, the shape of the code)
   bench [NN ...]                          time the labs (Google Benchmark) against this machine's
                                           memory bandwidth; JSON, a summary and one SVG plot per lab
   docs [--check]                          build the book (and check its links and pages)
@@ -16,7 +19,8 @@ Instructors (need solutions/)
   mutants [NN ...]                        build each mutant and show which tests kill it
   mutants --new NN STEM, --save NN STEM   write a new mutant in a scratch copy of the solution,
                                           then save it as solutions/NN-*/mutants/STEM.patch
-  check                                   starters fail, solutions pass, mutants die: one matrix
+  check [--record]                        starters fail, solutions pass, mutants die: one matrix
+                                          (--record: each mutant's failing tests, for the unit tests)
   release OUTDIR                          write the student edition and verify it
   autograder OUTDIR                       write a Gradescope autograder bundle
 
@@ -34,7 +38,7 @@ import time
 from pathlib import Path
 
 from labkit import build as cmake
-from labkit import grading, system
+from labkit import grading, reports, system
 from labkit.labs import pick, require_solutions
 from labkit.paths import ROOT, build_dir, shown
 
@@ -93,24 +97,27 @@ def cmd_grade(args) -> int:
     if args.build_dir:
         build = Path(args.build_dir).resolve()
     progress = grading.Progress()
-    ticker = grading.BuildTicker() if sys.stdout.isatty() else None
+    ticker = grading.BuildTicker(tty=sys.stdout.isatty())
     with cmake.lock(build, "grade " + " ".join(args.labs), progress):
         progress(f"configuring {shown(build)} (CMake)")
         cmake.configure(build, options, quiet=True)
+        env = grading.sanitizer_env() if args.asan else None
+        if args.schedule:
+            env = dict(env or os.environ, SIMT_SCHEDULE=args.schedule)
+            progress(f"the emulator runs every thread block's threads in {args.schedule} order")
         grades = grading.grade(picked, build, ROOT, grading.test_timeout(args.asan),
-                               progress=progress, tick=ticker,
-                               env=grading.sanitizer_env() if args.asan else None)
+                               progress=progress, tick=ticker, env=env)
     seconds = time.monotonic() - progress.start
     print()
     if args.json:
-        Path(args.json).write_text(json.dumps(grading.gradescope(grades, seconds), indent=2) + "\n")
+        Path(args.json).write_text(json.dumps(reports.gradescope(grades, seconds), indent=2) + "\n")
         print(f"Gradescope results: {args.json}")
     if args.junit:
-        grading.junit(grades).write(args.junit, encoding="utf-8", xml_declaration=True)
+        reports.junit(grades).write(args.junit, encoding="utf-8", xml_declaration=True)
         print(f"JUnit XML: {args.junit}")
     if args.json or args.junit:
         print()
-    grading.print_table(grades, build, verbose=args.verbose)
+    reports.print_table(grades, build, verbose=args.verbose)
     return 0 if grading.complete(grades) else 1
 
 
@@ -134,6 +141,11 @@ def cmd_test(args) -> int:
 def cmd_watch(args) -> int:
     from labkit import watch
     return watch.main(args)
+
+
+def cmd_hint(args) -> int:
+    from labkit import hints
+    return hints.main(args)
 
 
 def cmd_bench(args) -> int:
@@ -182,6 +194,14 @@ def prepare(args, argv: list[str]) -> None:
     system.refuse_root_in_foreign_tree(" ".join(argv))
 
 
+def schedule_name(text: str) -> str:
+    """An emulator schedule as SIMT_SCHEDULE takes it (common/simt/errors_and_settings.hpp)."""
+    if text in ("forward", "reverse", "random") or (
+            text.startswith("random:") and text[7:].isdigit()):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r}: forward, reverse, random or random:SEED")
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="tools/lab", description=__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -205,6 +225,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--verbose", action="store_true",
                    help="every failed assertion in full (e.g. the emulator's report of where "
                         "each thread waits)")
+    p.add_argument("--schedule", type=schedule_name, metavar="ORDER",
+                   help="run the emulated threads in another order: forward (the default), "
+                        "reverse, random or random:SEED (a missing barrier shows up as a "
+                        "different result)")
     p.add_argument("--build-dir", help="where to build (default: build/<impl>)")
     p.set_defaults(func=cmd_grade)
 
@@ -215,6 +239,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--verbose", action="store_true",
                    help="show the first failing test's every failed assertion in full")
     p.set_defaults(func=cmd_watch)
+
+    p = sub.add_parser("hint", help="one more hint for a step of a lab, each time you ask")
+    p.add_argument("lab", help="lab number, e.g. 06")
+    p.add_argument("step", nargs="?", help="the step (e.g. attention.5, or 5); none: list them")
+    p.add_argument("--reset", action="store_true", help="hide the levels seen so far again")
+    p.set_defaults(func=cmd_hint)
 
     p = sub.add_parser("bench", help="run the labs' benchmarks, summarise them, plot them")
     p.add_argument("labs", nargs="*", help="lab numbers (default: every lab with a bench_lab.cpp)")
@@ -244,6 +274,9 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_mutants)
 
     p = sub.add_parser("check", help="starters fail, solutions pass, mutants die (instructors)")
+    p.add_argument("--record", action="store_true",
+                   help="also write each mutant's failing tests to tools/tests/mutants/"
+                        "first_shown.json (after a change to a lab's tests or its table)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("release", help="write the student edition to OUTDIR and verify it")

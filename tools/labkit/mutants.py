@@ -15,9 +15,20 @@ A mutant file is a header of fields, a blank line, and a unified diff against so
 
 tools/lab applies each one to the current solution (labkit/patches.py) and writes the result to
 build/mutants/sources/<NN-name>/<stem>.cpp, which CMake (PA_MUTANT_SOURCES) builds into
-labNN_mutant_<stem>. A mutant whose diff no longer fits the solution is stale, and fails."""
+labNN_mutant_<stem>. A mutant whose diff no longer fits the solution is stale, and fails.
+
+`tools/lab check --record` also writes what each mutant's graded tests did to RECORD
+(tools/tests/mutants/first_shown.json), a JSON object with one line per mutant:
+
+    "NN-name/stem": {"failing": {"Suite.Test": "<kind>", ...}},
+
+every graded test that fails on the mutant (by its Suite.Test key, parameters folded in, its most
+telling kind kept) with its kind from grading.KINDS ("wrong value", "NaN", "crashed", ...). The
+unit tests read it to check the first-to-fix rule without building the mutants, and a mutant's
+failing set is what a diagnosis of the bug from its symptoms starts from."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import textwrap
@@ -26,15 +37,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labkit import build as cmake
-from labkit import grading, patches, testrun
+from labkit import grading, patches, reports, testrun
 from labkit.labs import Lab
-from labkit.paths import ROOT, build_dir, shown
+from labkit.paths import ROOT, TOOLS, build_dir, shown
 
 FIELDS = ("Mutant", "Bug", "Chapter", "Caught by")
 TARGET = "solution.cpp"      # the file every mutant patches, relative to solutions/NN-name/
 SUFFIX = ".patch"
 STEM = re.compile(r"^[a-z0-9_]+$")
 MUTANT_TEST_TIMEOUT = grading.TEST_TIMEOUT   # a mutant's test running longer counts as timed out
+RECORD = TOOLS / "tests" / "mutants" / "first_shown.json"   # see this file's docstring
 
 
 @dataclass
@@ -226,7 +238,12 @@ def run(mutants: list[Mutant], build: Path) -> None:
                                   f"({', '.join(sorted(statuses))})")
         # A student with this bug sees this test first (watch, grade): it must be one of the tests
         # the mutant's header names, so its hint is one meant for this bug.
-        m.shown_first = grading.first_to_fix(list(m.results.values()), grading.read_table(m.lab))
+        # The catalogue it is diagnosed against holds this mutant as it runs now (a new or
+        # changed mutant is known to the diagnosis before it is recorded).
+        from labkit import diagnosis
+        d = diagnosis.diagnose(list(m.results.values()), grading.read_table(m.lab), m.lab,
+                               diagnosis.catalogue_with(m))
+        m.shown_first = d.first if d else None
         if m.shown_first is not None and m.shown_first.key not in m.caught_by:
             kind = grading.failure_kind(m.shown_first.status, m.shown_first.detail)
             m.problems.append(f"watch would show {m.shown_first.key} first ({kind}), which "
@@ -244,6 +261,38 @@ def problems(found: list[Mutant]) -> list[str]:
     return [f"mutant {m.lab.number}/{m.stem}: {p}" for m in found for p in m.problems]
 
 
+# ---- the record: each mutant's failing tests -------------------------------------------------
+
+def failing_kinds(m: Mutant) -> dict[str, str]:
+    """Suite.Test -> failure kind of every graded test that fails on `m`; a test that fails under
+    several parameters keeps its most telling kind (the first in grading.KINDS), which is the one
+    first_to_fix ranks it by."""
+    kinds: dict[str, str] = {}
+    for name, r in m.results.items():
+        if r.status in ("passed", "skipped"):
+            continue
+        key, kind = testrun.test_key(name), grading.failure_kind(r.status, r.detail)
+        if key not in kinds or grading.KINDS.index(kind) < grading.KINDS.index(kinds[key]):
+            kinds[key] = kind
+    return dict(sorted(kinds.items()))
+
+
+def write_record(found: list[Mutant], path: Path = RECORD) -> int:
+    """Writes the record (the format: this file's docstring) of every mutant in `found` that ran;
+    returns how many it holds."""
+    entries = {f"{m.lab.room}/{m.stem}": {"failing": failing_kinds(m)}
+               for m in found if m.results}
+    lines = [f"{json.dumps(key)}: {json.dumps(entry, ensure_ascii=False)}"
+             for key, entry in sorted(entries.items())]
+    path.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
+    return len(lines)
+
+
+def read_record(path: Path = RECORD) -> dict[str, dict[str, str]]:
+    """NN-name/stem -> {Suite.Test: kind} of each recorded mutant."""
+    return {key: entry["failing"] for key, entry in json.loads(path.read_text()).items()}
+
+
 def print_report(mutants: list[Mutant]) -> None:
     lab = None
     for m in mutants:
@@ -258,7 +307,7 @@ def print_report(mutants: list[Mutant]) -> None:
         counts = f"{len(m.killers):>2}/{graded} tests" if m.source is not None else "  not built"
         print(f"  {verdict} {m.stem:<32} {counts}  {m.bug}")
         if shown:
-            print(textwrap.fill(shown, width=grading.terminal_width(), break_long_words=False,
+            print(textwrap.fill(shown, width=reports.terminal_width(), break_long_words=False,
                                 initial_indent=f"{'':14}killed by: ",
                                 subsequent_indent=" " * 25))
         if m.shown_first is not None:

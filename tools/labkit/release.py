@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 from labkit import build as cmake
-from labkit import grading
+from labkit import reports
 from labkit.paths import AUTOGRADER_FILES, ROOT, build_dir, build_root
 
 
@@ -89,7 +89,13 @@ def write_release(out: Path, root: Path = ROOT) -> int:
         else:
             shutil.copy2(root / rel, dest)
         count += 1
-    return count
+    # What the diagnosis knows of the catalogue, without the mutants' names or diffs: each known
+    # bug's step, failing tests and Caught by, numbered per lab (labkit/diagnosis.py).
+    from labkit import diagnosis
+    known = out / diagnosis.SHIPPED
+    known.parent.mkdir(parents=True, exist_ok=True)
+    known.write_text(diagnosis.shipped_catalogue(root), encoding="utf-8")
+    return count + 1
 
 
 def instructor_files(out: Path) -> list[str]:
@@ -141,6 +147,20 @@ def verify_release(out: Path) -> list[str]:
     if done.returncode != 0 or "LAB_IMPL:STRING=starter" not in cache:
         problems.append("a plain configure does not pick LAB_IMPL=starter")
     shutil.rmtree(probe, ignore_errors=True)
+    # tools/lab hint inside it: every lab's hints are there, and a step's first level shows.
+    from labkit import hints
+    from labkit.labs import labs as labs_of
+    for lab in labs_of(out):
+        steps = hints.load(lab, out)
+        if not steps:
+            problems.append(f"labs/{lab.room}/hints.json: missing or empty in the release")
+            continue
+        done = subprocess.run(["bash", str(out / "tools" / "lab"), "hint", lab.number,
+                               steps[0].id], cwd=out, capture_output=True, text=True)
+        if done.returncode != 0 or "1. the idea:" not in done.stdout:
+            problems.append(f"tools/lab hint {lab.number} {steps[0].id} fails in the release: "
+                            + (done.stdout + done.stderr)[-300:])
+    shutil.rmtree(build_root(out) / "hints", ignore_errors=True)   # a fresh edition has seen none
     # tools/lab grade inside it: configures and builds every lab from scratch.
     results = build_root(out) / "release-grade.json"
     done = subprocess.run(["bash", str(out / "tools" / "lab"), "grade", "--json", str(results)],
@@ -150,7 +170,7 @@ def verify_release(out: Path) -> list[str]:
         problems.append("tools/lab grade wrote no results: " + done.stderr[-500:])
         return problems
     report = json.loads(results.read_text())
-    problems += [f"results.json: {p}" for p in grading.validate_gradescope(report)]
+    problems += [f"results.json: {p}" for p in reports.validate_gradescope(report)]
     if report.get("score") != 0 or not report.get("tests"):
         problems.append(f"the starters score {report.get('score')} (expected 0, with tests)")
     for t in report.get("tests", []):
@@ -187,7 +207,8 @@ def cmd_release(args) -> int:
         print("The release FAILS its verification:\n  " + "\n  ".join(problems))
         return 1
     print(f"tools/lab release: {out} verified: it builds from scratch, every graded test fails "
-          "as not implemented, tools/lab grade works inside it, the given checks pass.")
+          "as not implemented, tools/lab grade and tools/lab hint work inside it, the given "
+          "checks pass.")
     return 0
 
 

@@ -4,14 +4,14 @@ file of the lab's room (given/ included) and of the implementation it is built f
 Ninja (1.11, Debian 12's) judges a file by its modification time: a file saved while its own
 compile runs is older than the object that compile writes, so ninja counts that object as up to
 date although it holds the code from before the save. The grader therefore hashes the sources
-before and after each build and, when they differ, touches the files that changed (their time
-becomes later than any object) and builds again; it never runs tests on a binary whose stamp does
-not match the sources. The same hashes tell `watch` whether a save changed anything."""
+before and after each build and, when they differ, removes the objects built from the files that
+changed (build.outdate: the build folder's side; the student's files are only ever read, never
+written or re-timed) and builds again; it never runs tests on a binary whose stamp does not match
+the sources. The same hashes tell `watch` whether a save changed anything."""
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 
@@ -86,12 +86,3 @@ def write(build: Path, lab: Lab, hashes: dict[str, str]) -> None:
 
 def forget(build: Path, lab: Lab) -> None:
     stamp_path(build, lab).unlink(missing_ok=True)
-
-
-def touch(rel_paths: list[str], root: Path = ROOT) -> None:
-    """Gives each file (that still exists and is built from) the current time, so that ninja
-    sees it as newer than every object built before now."""
-    for rel in rel_paths:
-        path = root / rel
-        if path.suffix not in NOT_BUILT and path.is_file():
-            os.utime(path)

@@ -220,6 +220,18 @@ def student_frame(text: str) -> tuple[str, str] | None:
     return found[0], fn
 
 
+def buffer_name(report: str, size: int, function: str) -> str:
+    """The buffer a sanitizer's report is about, in the student's terms where its allocation says
+    what it is: the emulator's dynamic shared memory of a kernel (launch.cpp's DynamicShared);
+    else "a N-byte buffer"."""
+    m = re.search(r"allocated by thread \S+ here:\n((?:.*\n?)*?)(?:\n\s*\n|SUMMARY|$)", report)
+    allocation = m.group(1) if m else ""
+    if "DynamicShared" in allocation:
+        return (f"the dynamic shared memory of {function or 'the kernel'} ({size} bytes: what "
+                "SIMT_DYNAMIC_SHARED hands out)")
+    return f"a {size}-byte buffer"
+
+
 def first_stack(text: str) -> str:
     """The first stack trace of a sanitizer report (the access, not where the memory came from)."""
     first = FRAME.search(text)
@@ -251,11 +263,12 @@ def sanitizer_report(output: str) -> tuple[str, str] | None:
         if kind == "SEGV":
             what = ("a null pointer (SEGV)" if "zero page" in rest
                     else "an address on no mapped page, outside every buffer (SEGV)")
+        frame = student_frame(first_stack(rest))
         if where:
             side = {"to the left of": "before", "to the right of": "after",
                     "inside of": "inside"}[where.group(2)]
-            what = f"{where.group(1)} bytes {side} a {where.group(3)}-byte buffer"
-        frame = student_frame(first_stack(rest))
+            what = (f"{where.group(1)} bytes {side} "
+                    f"{buffer_name(rest, int(where.group(3)), frame[1] if frame else '')}")
         return status, (f"{frame[0]} in {frame[1]}: " if frame else "") + what
     if "ERROR: LeakSanitizer: detected memory leaks" in output:
         rest = output[output.index("ERROR: LeakSanitizer"):]

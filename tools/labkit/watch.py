@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from labkit import build as cmake
-from labkit import grading, stamps
+from labkit import diagnosis, grading, hints, reports, stamps
 from labkit.labs import Lab, pick, require_solutions
 from labkit.paths import shown
 
@@ -32,8 +32,10 @@ def snapshot(lab: Lab, impl: str) -> dict[str, tuple[int, int]]:
     return out
 
 
-def header(lab: Lab, impl: str, started: str) -> str:
-    return f"{CLEAR}tools/lab watch {lab.number} — {lab.title}   ({impl}, graded at {started})\n"
+def header(lab: Lab, impl: str, when: str) -> str:
+    """The screen's first line; `when` says where the grading stands ("grading since 10:02:11",
+    "graded 10:02:40, in 29 s")."""
+    return f"{CLEAR}tools/lab watch {lab.number} — {lab.title}   ({impl}, {when})\n"
 
 
 def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
@@ -41,26 +43,30 @@ def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
     lab = g.lab
     if not g.built:
         return [f"Score: 0 / {g.max_score}   the lab does not build:", "",
-                grading.wrapped(g.build_error, "  ", 2)]
+                reports.wrapped(g.build_error, "  ", 2)]
     passed = sum(t.status == "passed" for t in g.tests)
     lines = [f"Score: {g.score} / {g.max_score}   ({passed} of {len(g.tests)} graded tests pass)"]
-    first = grading.first_to_fix(g.tests, g.table)
+    first, diagnosed = diagnosis.first_message(g)
     if first is None:
         return lines + ["", "Every graded test passes. Lab done."]
     kind = grading.failure_kind(first.status, first.detail)
     lines += ["", f"First test to fix: {first.name}"
               + (f"   ({kind})" if kind not in (first.status, "wrong value") else "")]
-    what = grading.why(first)
-    lines.append(grading.wrapped(what, f"  {first.status}: " if what else f"  {first.status}", 4))
+    what = reports.why(first)
+    lines.append(reports.wrapped(what, f"  {first.status}: " if what else f"  {first.status}", 4))
     if verbose and first.failures:
-        lines += grading.failure_lines(first, 4)
+        lines += reports.failure_lines(first, 4)
     elif first.failures:
-        more = grading.why_more(first, f"tools/lab watch {lab.number} --verbose, or "
+        more = reports.why_more(first, f"tools/lab watch {lab.number} --verbose, or "
                                        f"tools/lab grade {lab.number} --verbose")
         if more:
-            lines.append(grading.wrapped(more, "  ", 4))
+            lines.append(reports.wrapped(more, "  ", 4))
     if first.hint:
-        lines.append(grading.wrapped(first.hint, "  hint: ", 8))
+        lines.append(reports.wrapped(first.hint, "  hint: ", 8))
+    for line in diagnosed:
+        lines.append(reports.wrapped(line, "  ", 4))
+    if first.status != "not implemented":
+        lines.append(reports.wrapped(hints.usage_line(lab), "  ", 4))
     others = sum(t.status != "passed" for t in g.tests) - 1
     if others:
         lines.append(f"\n  ({others} other test{'s' if others > 1 else ''} fail too: "
@@ -73,7 +79,8 @@ def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
 def show(lab: Lab, build: Path, options: dict[str, str], impl: str, verbose: bool) -> dict[str, str]:
     """Grades the lab once and shows the result; returns the digest of the sources it graded."""
     started = time.strftime("%H:%M:%S")
-    print(header(lab, impl, started), flush=True)
+    start = time.monotonic()
+    print(header(lab, impl, f"grading since {started}"), flush=True)
     ticker = grading.BuildTicker()
 
     def say(text: str) -> None:   # only what a student needs to see while it builds
@@ -83,7 +90,8 @@ def show(lab: Lab, build: Path, options: dict[str, str], impl: str, verbose: boo
     with cmake.lock(build, f"watch {lab.number}", say):
         cmake.configure(build, options, quiet=True)
         g = grading.grade([lab], build, progress=say, tick=ticker)[0]
-    print(header(lab, impl, started) + "\n".join(report(g, build, verbose)))
+    finished = f"graded {time.strftime('%H:%M:%S')}, in {time.monotonic() - start:.0f} s"
+    print(header(lab, impl, finished) + "\n".join(report(g, build, verbose)))
     print(f"\nWatching labs/{lab.room}/ — save a file to grade again; Ctrl-C stops.", flush=True)
     return g.sources
 
@@ -102,7 +110,7 @@ def main(args) -> int:
                 continue
             time.sleep(0.2)  # let an editor finish writing (some write twice)
             seen = snapshot(lab, args.impl)
-            # A file only touched (by the grader, or saved unchanged) is no change.
+            # A file saved unchanged (its time moved, not its bytes) is no change.
             if stamps.digest(stamps.sources(lab, args.impl)) != graded:
                 graded = show(lab, build, options, args.impl, args.verbose)
                 seen = {}

@@ -21,9 +21,9 @@ AUTOGRADER_ROOT="$work/ag" bash "$work/ag/source/run_autograder" > "$work/ag/log
 python3 - "$work/ag/results/results.json" "$root" <<'PY'
 import json, sys
 sys.path.insert(0, sys.argv[2] + "/tools")
-from labkit import grading
+from labkit import reports
 report = json.load(open(sys.argv[1]))
-problems = grading.validate_gradescope(report)
+problems = reports.validate_gradescope(report)
 by_lab = {}
 for t in report["tests"]:
     lab = t["name"].split(" ")[1]

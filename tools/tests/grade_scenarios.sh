@@ -27,9 +27,9 @@ python3 - "$work" "$root" <<'PY'
 import json, sys, xml.etree.ElementTree as ET
 work, root = sys.argv[1], sys.argv[2]
 sys.path.insert(0, root + "/tools")
-from labkit import grading
+from labkit import reports
 report = json.load(open(f"{work}/r.json"))
-problems = grading.validate_gradescope(report)
+problems = reports.validate_gradescope(report)
 expected = {"01": {"passed"}, "02": {"crashed"}, "03": {"timed out", "not implemented"},
             "04": {"did not build"}}
 seen = {}

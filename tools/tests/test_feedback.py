@@ -22,7 +22,7 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from labkit import bench, grading, release, testrun  # noqa: E402
+from labkit import bench, grading, release, reports, testrun  # noqa: E402
 from labkit import build as cmake  # noqa: E402
 from labkit.labs import Lab  # noqa: E402
 from labkit.paths import ROOT  # noqa: E402
@@ -116,6 +116,13 @@ class FailureText(unittest.TestCase):
                          "read outside a buffer")
         self.assertEqual(testrun.sanitizer_report(ASAN.replace("READ of", "WRITE of"))[0],
                          "wrote outside a buffer")
+        shared = (ASAN.replace("make_pool /w/labs/04-varlen-batch/test_lab.cpp:40:3",
+                               "simt::detail::DynamicShared::DynamicShared(unsigned long) "
+                               "/w/common/simt/src/launch.cpp:72:9"))
+        self.assertEqual(testrun.sanitizer_report(shared)[1],
+                         "labs/04-varlen-batch/starter.cpp:97 in attn_paged: 2056 bytes before "
+                         "the dynamic shared memory of attn_paged (40960 bytes: what "
+                         "SIMT_DYNAMIC_SHARED hands out)")
         self.assertEqual(testrun.sanitizer_report(UBSAN),
                          ("undefined behaviour", "labs/02-online-softmax/starter.cpp:51 in merge: "
                           "signed integer overflow: 2147483647 + 1 cannot be represented in "
@@ -209,7 +216,7 @@ class Table(unittest.TestCase):
         for verbose in (False, True):
             out = io.StringIO()
             with contextlib.redirect_stdout(out), mock.patch.dict(os.environ, {"COLUMNS": "80"}):
-                grading.print_table([g], ROOT / "build" / "starter", verbose=verbose)
+                reports.print_table([g], ROOT / "build" / "starter", verbose=verbose)
             text = out.getvalue()
             self.assertTrue(all(len(l) <= 80 for l in text.splitlines() if "/Emulator" not in l),
                             text)   # (only a test's name, one word, may not fit)

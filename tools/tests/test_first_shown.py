@@ -1,83 +1,65 @@
 """For every mutant of the catalogue, the test `tools/lab watch` shows first is one that the mutant's
 `Caught by:` names: a student who makes that bug reads a hint meant for it.
 
-The mutants' test results are recorded in tools/tests/mutants/first_shown.json (the failing tests
-of each mutant, with the status and detail tools/lab reads from their output), so this runs in
-a second without building 45 mutants; the rule (grading.first_to_fix), the chapters' tables and
-the Caught by lines are the live ones. `tools/lab mutants` and `tools/lab check` make the same
-check on freshly built mutants. After a change to a lab's tests, record again:
+The mutants' failing tests and their kinds are recorded in tools/tests/mutants/first_shown.json
+(one line per mutant; the format is in labkit/mutants.py), so this runs in a second without
+building the mutants; the rule (diagnosis.diagnose), the chapters' tables and the Caught by
+lines are the live ones. `tools/lab mutants` and `tools/lab check` make the same check on freshly
+built mutants. After a change to a lab's tests or its table, record again:
 
-    python3 tools/tests/test_first_shown.py --record [NN ...]
+    tools/lab check --record
 
 Run: python3 -m unittest discover -s tools/tests"""
 from __future__ import annotations
 
-import json
 import sys
 import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from labkit import grading, labs, mutants, testrun  # noqa: E402
-
-RECORD = Path(__file__).resolve().parent / "mutants" / "first_shown.json"
-
-
-def record(numbers: list[str]) -> None:
-    """Builds and runs the mutants of the labs `numbers` (every lab when empty) and writes their
-    failing tests into RECORD, keeping the other labs' entries."""
-    from labkit import build as cmake
-    from labkit.paths import build_dir
-    found = mutants.catalogue(labs.pick(numbers))
-    with cmake.lock(build_dir("mutants"), "test_first_shown --record"):
-        mutants.run(found, mutants.configure(found))
-    kept = json.loads(RECORD.read_text()) if RECORD.exists() else {}
-    for m in found:
-        kept[f"{m.lab.room}/{m.stem}"] = [
-            {"test": testrun.test_key(name), "status": r.status, "detail": r.detail}
-            for name, r in sorted(m.results.items()) if r.status not in ("passed", "skipped")]
-    RECORD.write_text(json.dumps(kept, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
-    print(f"{RECORD}: {len(kept)} mutants")
+from labkit import diagnosis, grading, labs, mutants  # noqa: E402
 
 
 class Failing:
-    def __init__(self, entry: dict):
-        self.key, self.status, self.detail = entry["test"], entry["status"], entry["detail"]
+    """A recorded failing test: its Suite.Test key and its kind (grading.KINDS)."""
+
+    def __init__(self, key: str, kind: str):
+        self.key, self.kind = key, kind
 
 
 @unittest.skipUnless(labs.has_solutions(), "a student release has no mutants")
 class FirstShown(unittest.TestCase):
     def test_the_first_test_shown_is_one_the_mutant_names(self):
-        recorded = json.loads(RECORD.read_text())
+        recorded = mutants.read_record()
         catalogue = {f"{m.lab.room}/{m.stem}": m for m in mutants.catalogue(labs.labs())}
-        rooms = {m.lab.room for m in catalogue.values()}
         checked = 0
         for key, failing in sorted(recorded.items()):
             self.assertIn(key, catalogue, f"{key} is recorded but not in the catalogue: record "
-                          "again (see this file's docstring)")
+                          "again (tools/lab check --record)")
             m = catalogue[key]
             with self.subTest(key):
-                shown = grading.first_to_fix([Failing(e) for e in failing],
-                                             grading.read_table(m.lab))
+                for kind in failing.values():
+                    self.assertIn(kind, grading.KINDS, f"{key}: a kind the grader does not know")
+                shown = diagnosis.diagnose([Failing(k, v) for k, v in failing.items()],
+                                           grading.read_table(m.lab), m.lab).first
                 self.assertIsNotNone(shown, f"{key}: recorded with no failing test")
                 self.assertIn(shown.key, m.caught_by,
-                              f"{key}: watch shows {shown.key} first "
-                              f"({grading.failure_kind(shown.status, shown.detail)}); Caught by: "
+                              f"{key}: watch shows {shown.key} first ({shown.kind}); Caught by: "
                               f"{', '.join(m.caught_by)}. Name it there, or move a test it names "
-                              "before it in the chapter's table (or record again: see this "
-                              "file's docstring)")
+                              "before it in the chapter's table (or record again: "
+                              "tools/lab check --record)")
                 checked += 1
-        # A lab is recorded whole or not at all (a new lab's mutants wait for their first record;
-        # tools/lab check covers them meanwhile).
-        recorded_rooms = {k.split("/")[0] for k in recorded}
+        # Every mutant of the catalogue is recorded (tools/lab check --record records them all).
         for key in catalogue:
-            if key.split("/")[0] in recorded_rooms:
-                self.assertIn(key, recorded, f"{key} has no record: record again")
-        self.assertGreaterEqual(checked, 21)
+            self.assertIn(key, recorded, f"{key} has no record: tools/lab check --record")
+        self.assertGreaterEqual(checked, 45)
+
+    def test_the_record_is_one_line_per_mutant(self):
+        lines = mutants.RECORD.read_text().splitlines()
+        self.assertEqual((lines[0], lines[-1]), ("{", "}"))
+        self.assertEqual(len(lines) - 2, len(mutants.read_record()))
+
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--record"]:
-        record(sys.argv[2:])
-    else:
-        unittest.main()
+    unittest.main()

@@ -78,6 +78,7 @@ racing = list(args)
 racing[racing.index("-o") + 1] = out + ".racing"
 status = subprocess.call(racing)
 Path(source).write_text(save.read_text())
+save.with_name("saved-at").write_text(str(os.stat(source).st_mtime_ns))
 save.unlink()
 time.sleep(0.05)
 if status == 0:
@@ -132,6 +133,26 @@ class StaleBuild(unittest.TestCase):
         # ...and the next grade, with nothing changed, agrees (and does not build again).
         self.assertEqual(status_of(grading.grade([LAB], build, root, timeout=30, quiet=True)),
                          (status, detail))
+
+    def test_grading_after_a_save_mid_build_leaves_the_students_file_alone(self):
+        """The rebuild is forced from the build folder's side: starter.cpp keeps the time of the
+        student's save (an editor comparing times would otherwise say it changed on disk)."""
+        root = toy_tree(self)
+        build = configure(root)
+        starter = root / "labs" / LAB.room / "starter.cpp"
+        (root / "save-during-build").write_text(BUGGY)
+        status = status_of(grading.grade([LAB], build, root, timeout=30, quiet=True))[0]
+        saved_at = int((root / "saved-at").read_text())   # the launcher's save, mid-build
+        self.assertEqual(status, "failed", "graded the code from before the save")
+        self.assertEqual(starter.stat().st_mtime_ns, saved_at,
+                         "the grader changed starter.cpp's modification time")
+        self.assertEqual(starter.read_text(), BUGGY)
+        # A later save, graded with the stamp behind it, is not re-timed either.
+        starter.write_text(RIGHT)
+        saved_at = starter.stat().st_mtime_ns
+        self.assertEqual(status_of(grading.grade([LAB], build, root, timeout=30, quiet=True))[0],
+                         "passed")
+        self.assertEqual(starter.stat().st_mtime_ns, saved_at)
 
     def test_a_binary_built_behind_the_graders_back_is_rebuilt(self):
         """A build the grader did not watch (by hand, or a grade interrupted by Ctrl-C) left an
@@ -192,7 +213,8 @@ class Digest(unittest.TestCase):
         files = stamps.sources(LAB, "starter", root)
         self.assertEqual([p.name for p in files], ["README.md", "starter.cpp", "test_lab.cpp"])
         before = stamps.digest(files, root)
-        stamps.touch(list(before), root)
+        for p in files:
+            os.utime(p)   # a save of the same bytes
         self.assertEqual(stamps.digest(files, root), before)
         (room / "starter.cpp").write_text(BUGGY)
         self.assertEqual(stamps.changed(before, stamps.digest(files, root)),

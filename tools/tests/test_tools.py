@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from labkit import grading, labs, release, testrun  # noqa: E402
+from labkit import grading, labs, release, reports, testrun  # noqa: E402
 from labkit.labs import Lab  # noqa: E402
 from labkit.paths import ROOT  # noqa: E402
 
@@ -40,8 +40,8 @@ def sample_grades() -> list[grading.LabGrade]:
 
 class GradescopeShape(unittest.TestCase):
     def test_results_of_every_status_are_valid(self):
-        report = grading.gradescope(sample_grades(), 12.5)
-        self.assertEqual(grading.validate_gradescope(json.loads(json.dumps(report))), [])
+        report = reports.gradescope(sample_grades(), 12.5)
+        self.assertEqual(reports.validate_gradescope(json.loads(json.dumps(report))), [])
         self.assertEqual(report["score"], 2)
         self.assertEqual(report["max_score"], 7)
         self.assertEqual(len(report["tests"]), 6)  # the skipped GPU test is not graded
@@ -51,7 +51,7 @@ class GradescopeShape(unittest.TestCase):
         self.assertIn("Hint: a hint", report["tests"][1]["output"])
 
     def test_validator_catches_broken_results(self):
-        good = grading.gradescope(sample_grades(), 1.0)
+        good = reports.gradescope(sample_grades(), 1.0)
         cases = {
             "missing 'tests'": {k: v for k, v in good.items() if k != "tests"},
             "status": dict(good, tests=[dict(good["tests"][0], status="ok")] + good["tests"][1:]),
@@ -63,7 +63,7 @@ class GradescopeShape(unittest.TestCase):
         }
         for words, broken in cases.items():
             with self.subTest(words):
-                problems = grading.validate_gradescope(broken)
+                problems = reports.validate_gradescope(broken)
                 self.assertTrue(any(words in p for p in problems), problems)
 
 
@@ -71,7 +71,7 @@ class Table(unittest.TestCase):
     def printed(self, grades) -> list[str]:
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            grading.print_table(grades, ROOT / "build" / "starter")
+            reports.print_table(grades, ROOT / "build" / "starter")
         return out.getvalue().splitlines()
 
     def test_every_column_has_a_header_and_the_last_line_explains_the_exit_status(self):
@@ -97,7 +97,7 @@ class Table(unittest.TestCase):
 
 class JUnit(unittest.TestCase):
     def test_counts_and_kinds(self):
-        root = ET.fromstring(ET.tostring(grading.junit(sample_grades()).getroot()))
+        root = ET.fromstring(ET.tostring(reports.junit(sample_grades()).getroot()))
         lab02, lab03 = root.findall("testsuite")
         self.assertEqual((lab02.get("tests"), lab02.get("failures"), lab02.get("errors"),
                           lab02.get("skipped")), ("6", "2", "2", "1"))

@@ -28,13 +28,9 @@ inline void reshape_and_cache_flash(const Tensor& key, const Tensor& value,
                                     const Tensor& key_cache, const Tensor& value_cache,
                                     const Tensor& slot_mapping) {
   const ArgCheck check("reshape_and_cache_flash");
-  rank_is(check, "key", key, 3, "[num_tokens, num_kv_heads, head_size]");
-  check.that(is_floating(key.dtype()), "key.dtype", "float32, float16 or bfloat16",
-             dtype_name(key.dtype()));
+  new_keys_and_values(check, key, value);
   const std::int64_t num_tokens = key.size(0), num_kv_heads = key.size(1);
   const std::int64_t head_size = key.size(2);
-  dtype_is(check, "value", value, key.dtype(), "the dtype of key");
-  shape_is(check, "value", value, key.shape(), "the shape of key");
 
   flash_rank(check, "key_cache", key_cache);
   dtype_is(check, "key_cache", key_cache, key.dtype(), "the dtype of key");
@@ -110,7 +106,7 @@ inline void decode(const char* function, const DecodeArgs& args) {
   const std::int64_t partition_size =
       args.partition_size != 0 ? args.partition_size : kMaxPartitionSize;
   check.at_most("ceil(max_seq_len / partition_size)",
-                (args.max_seq_len + partition_size - 1) / partition_size, 65535,
+                (std::int64_t{args.max_seq_len} + partition_size - 1) / partition_size, 65535,
                 "a grid's z extent: choose a larger partition_size");
 
   sequences_in_cache(check, block_tables, seq_lens, block_size, num_blocks, args.max_seq_len);

@@ -1,0 +1,182 @@
+"""The book's reader checks (the course book's check script: tools/docs_check.py, later
+docs/book_check.py): each is shown a planted instance of the defect it exists for and must
+report it, and a clean instance and must not. No Doxygen or browser needed: the checks read
+Markdown, HTML and SVG files, so the site here is a few files in a temporary folder.
+Run: python3 -m unittest discover -s tools/tests (ctest: tools.unit, label `tools`)."""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_check():
+    """The check script, wherever the tree keeps it."""
+    for rel in ("docs/book_check.py", "tools/docs_check.py"):
+        path = ROOT / rel
+        if path.is_file():
+            spec = importlib.util.spec_from_file_location("book_check_under_test", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module  # dataclasses look their module up by name
+            spec.loader.exec_module(module)
+            return module
+    raise FileNotFoundError("no docs/book_check.py or tools/docs_check.py")
+
+
+check = _load_check()
+
+PAGE = """<!DOCTYPE html><html><head><title>t</title><script>var x = "| a | b |";</script></head>
+<body><div class="contents"><div class="textblock">{body}</div></div></body></html>"""
+
+SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="100" '
+       'viewBox="0 0 {width} 100" font-size="12">{body}</svg>')
+
+
+class Site:
+    """A book site in a temporary folder: pages named in a sidebar (navtreedata.js) like
+    Doxygen's, plus any other files."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.dir = tmp / "html"
+        self.dir.mkdir()
+        self.pages: list[str] = []
+
+    def page(self, name: str, body: str) -> str:
+        (self.dir / name).write_text(PAGE.format(body=body), encoding="utf-8")
+        self.pages.append(name)
+        tree = [["Book", "index.html", [[p, p, None] for p in self.pages]]]
+        (self.dir / "navtreedata.js").write_text(
+            f"var NAVTREE =\n{json.dumps(tree)};\n\nvar NAVTREEINDEX =\n[];\n", encoding="utf-8")
+        return name
+
+    def svg(self, name: str, body: str, width: float = 820) -> str:
+        (self.dir / name).write_text(SVG.format(width=width, body=body), encoding="utf-8")
+        return name
+
+
+class BookChecksTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = Path(self._tmp.name)
+        self.site = Site(self.tmp)
+
+    def tearDown(self) -> None:
+        self._tmp.cleanup()
+
+    # -- literal table syntax --
+    def test_a_table_that_did_not_render_is_reported(self):
+        self.site.page("lab_01.html", "<p>| <code>labs/01/starter.cpp</code> | the file you "
+                                      "fill in |</p><p>|---|---|</p>")
+        problems = check.reader_text_check(self.site.dir, self.site.pages)
+        self.assertTrue(any("literal Markdown table syntax" in p for p in problems), problems)
+
+    def test_a_rendered_table_code_and_formulas_pass(self):
+        self.site.page("lab_01.html",
+                       "<table><tr><td><code>a</code></td><td>b</td></tr></table>"
+                       "<div class=\"fragment\"><div class=\"line\">| x | y |  [backend]</div></div>"
+                       "<pre>|---|---|</pre><p>the norm \\(|x|_2 + |y|\\) and x[i] of a[0]</p>")
+        self.assertEqual(check.reader_text_check(self.site.dir, self.site.pages), [])
+
+    # -- snippet markers and commit hashes --
+    def test_a_snippet_marker_in_the_text_is_reported(self):
+        self.site.page("given_code.html", "<p><code>common/pa/backend.hpp</code> [backend]</p>")
+        problems = check.reader_text_check(self.site.dir, self.site.pages)
+        self.assertTrue(any("snippet marker [backend]" in p for p in problems), problems)
+
+    def test_a_commit_hash_in_the_text_is_reported(self):
+        self.site.page("lab_05.html", "<p>Built from commit f582040 of the workbook.</p>")
+        problems = check.reader_text_check(self.site.dir, self.site.pages)
+        self.assertTrue(any("commit hash (f582040)" in p for p in problems), problems)
+
+    def test_numbers_and_words_are_not_hashes(self):
+        self.site.page("lab_05.html", "<p>33554432 bytes, 1234567 tokens, a facade, "
+                                      "0x7f3a2b1c, sha256 and e5m2 at 2026-11-22.</p>")
+        self.assertEqual(check.reader_text_check(self.site.dir, self.site.pages), [])
+
+    # -- instructor markers inside a table --
+    def test_an_instructor_marker_inside_a_table_is_reported(self):
+        md = self.tmp / "README.md"
+        md.write_text("| file | what |\n|---|---|\n| `a` | b |\n<!-- instructor -->\n"
+                      "| `solutions/a` | the reference |\n<!-- /instructor -->\n| `c` | d |\n",
+                      encoding="utf-8")
+        problems = check.source_check([md], self.tmp)
+        self.assertEqual(len(problems), 2, problems)
+        self.assertIn("README.md:4:", problems[0])
+
+    def test_an_instructor_block_after_a_table_passes(self):
+        md = self.tmp / "README.md"
+        md.write_text("| file | what |\n|---|---|\n| `a` | b |\n\n<!-- instructor -->\n"
+                      "Instructors: `solutions/a` is the reference.\n<!-- /instructor -->\n",
+                      encoding="utf-8")
+        self.assertEqual(check.source_check([md], self.tmp), [])
+
+    def test_the_books_sources_have_no_marker_inside_a_table(self):
+        problems = check.source_check(check.book_sources(ROOT), ROOT)
+        self.assertEqual(problems, [], "\n".join(problems))
+
+    # -- figure text at the column width --
+    def test_small_figure_text_is_reported(self):
+        self.site.svg("lab05_map.svg", '<text x="1" y="1" font-size="8">T0</text>'
+                                       '<g font-size="9"><text x="1" y="9">T1</text></g>')
+        self.site.page("lab_05.html", '<div class="image"><object type="image/svg+xml" '
+                                      'data="lab05_map.svg"></object></div>')
+        problems = check.figure_text_check(self.site.dir, self.site.pages, 840)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("2 text(s) smaller than 11 px", problems[0])
+
+    def test_a_figure_wider_than_the_column_is_scaled_before_measuring(self):
+        # 12 px text in a 1200 px figure shows at 12 * 840 / 1200 = 8.4 px.
+        self.site.svg("wide.svg", '<text x="1" y="1">12 px as drawn</text>', width=1200)
+        self.site.page("lab_05.html", '<div class="image"><img src="wide.svg"/></div>')
+        problems = check.figure_text_check(self.site.dir, self.site.pages, 840)
+        self.assertTrue(problems and "8.4 px" in problems[0], problems)
+
+    def test_figure_text_of_11_px_and_more_passes(self):
+        self.site.svg("ok.svg", '<text x="1" y="1" font-size="11">T0</text>'
+                                '<text x="1" y="9" style="font-size: 14px">title</text>'
+                                '<text x="1" y="20">root size, 12</text>')
+        self.site.page("lab_05.html", '<div class="image"><object type="image/svg+xml" '
+                                      'data="ok.svg"></object></div>')
+        self.assertEqual(check.figure_text_check(self.site.dir, self.site.pages, 840), [])
+
+    def test_the_whole_check_fails_on_a_planted_site(self):
+        """run_checks (what `tools/lab docs --check` runs), without the browser: a site with one
+        defect of each reader class fails, naming each."""
+        self.site.page("index.html", "<p>Welcome.</p>")
+        self.site.svg("tiny.svg", '<text x="1" y="1" font-size="7">x</text>')
+        self.site.page("lab_01.html", '<p>| a | b |</p><p>see [backend] at 0123abc</p>'
+                                      '<div class="image"><object data="tiny.svg"></object></div>')
+        repo = self.tmp / "repo"
+        (repo / "labs" / "01-x").mkdir(parents=True)
+        (repo / "labs" / "01-x" / "README.md").write_text(
+            "| a | b |\n<!-- instructor -->\n| c | d |\n<!-- /instructor -->\n", encoding="utf-8")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            count = check.run_checks(self.site.dir, repo, self.tmp / "shots", browser=False)
+        text = out.getvalue()
+        self.assertGreater(count, 0)
+        for what in ("inside a Markdown table", "literal Markdown table syntax",
+                     "snippet marker [backend]", "commit hash (0123abc)",
+                     "smaller than 11 px"):
+            self.assertIn(what, text)
+
+
+class FigureLinksTest(unittest.TestCase):
+    def test_figures_open_full_size(self):
+        """docs/book-figures.js wraps each figure in a link to its SVG, and every page loads
+        it (the Doxygen header and HTML_EXTRA_FILES)."""
+        script = (ROOT / "docs" / "book-figures.js").read_text(encoding="utf-8")
+        self.assertIn("book-figure-link", script)
+        self.assertIn("book-figures.js", (ROOT / "docs" / "header.html").read_text())
+        self.assertIn("book-figures.js", (ROOT / "docs" / "CMakeLists.txt").read_text())
+
+
+if __name__ == "__main__":
+    unittest.main()
