@@ -59,9 +59,11 @@ class DeviceSession {
   /// Copies the output to `out`: [num_seqs, num_heads, head_size], query's dtype.
   void download(Tensor& out) const { impl_->download(out); }
 
-  /// Runs launch() once and returns its seconds: on CUDA measured with events on the device's
-  /// clock after flushing the L2 cache outside the timed span (so every byte of the caches comes
-  /// from device memory); on the emulator measured with the host's clock.
+  /// Runs the kernels once and returns their seconds: on CUDA measured with events on the
+  /// device's clock after flushing the L2 cache outside the timed span (so every byte of the
+  /// caches comes from device memory); on the emulator measured with the host's clock. The span
+  /// holds the kernel launches alone, queued without a host round trip; whether the kernels
+  /// were skeletons, or failed, is asked once, by the next download().
   double timed_launch() { return impl_->timed_launch(); }
 
   /// The yardstick, flushed and timed like timed_launch: a read-only kernel over the key and

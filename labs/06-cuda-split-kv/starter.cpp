@@ -81,8 +81,12 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v2_kernel(
   //         float warp_rows[NUM_WARPS][HEAD_SIZE]; __shared__ float red_smem[2 * NUM_WARPS] is for
   //         the reductions. Warp w takes the partition's blocks i = w, w + NUM_WARPS, ... <
   //         num_blocks; its k_block is key_cache[block_ids[i], kv_head_idx] (kv_block_stride,
-  //         kv_head_stride; int64 arithmetic), and me.qk(q_vecs, k_block, scale) is the logit of
-  //         the group's row, token start_token_idx + i * BLOCK_SIZE + me.thread_group_in_warp.
+  //         kv_head_stride; int64 arithmetic). me.load_keys(keys, k_block) issues the loads of
+  //         the group's share of a key into typename Thread::KeyVecs keys, and me.qk(q_vecs,
+  //         keys, scale) is the logit of the group's row, token start_token_idx + i * BLOCK_SIZE
+  //         + me.thread_group_in_warp. Keep loads in flight: when Thread::DOUBLE_BUFFER_KEYS,
+  //         load block i + NUM_WARPS's keys into a second KeyVecs before qk on block i's, and
+  //         move them over after; otherwise load each block's keys just before its qk.
   //         Group rank 0 stores it (0 for a token at or past end_token_idx) and keeps a running
   //         qk_max of the real ones (start from -FLT_MAX).
 

@@ -255,6 +255,10 @@ def parser() -> argparse.ArgumentParser:
                    help="Google Benchmark's minimum seconds per benchmark (0.2)")
     p.add_argument("--book", action="store_true",
                    help="also copy the plots and the machine's description into docs/figures/bench")
+    p.add_argument("--ptxas", action="store_true",
+                   help="no timing: compile the benchmarked kernels with nvcc -Xptxas -v and put "
+                        "their design table (registers, blocks/SM, waves, bytes in flight on an "
+                        "H100) into the chapter (labs 06 and 07; needs nvcc, not a GPU)")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("test", help="run the reference solutions' whole suite (instructors)")
