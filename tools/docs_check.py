@@ -17,7 +17,8 @@ the browser check adds Debian's Selenium.
 - browser_check: Debian's chromium, headless and offline, driven by Debian's Selenium
   (python3-selenium) through chromedriver (chromium-driver). Opens each page from disk, waits
   for MathJax, asserts the formulas rendered (no raw TeX left, no MathJax errors), every diagram
-  and picture loaded as SVG, and the console stayed clean with no request leaving the machine;
+  and picture loaded as SVG and opens full size on click, and the console stayed clean with no
+  request leaving the machine;
   then, at 1400 and at 1920 px, the layout check (LAYOUT below: nothing wider than the content
   column or cut off inside it, no Markdown left unrendered, no numbered list restarting); saves
   a screenshot of each page at 1400 px and of its key elements (test table, figures, widest
@@ -558,7 +559,12 @@ const svgs = [...contents.querySelectorAll("iframe, object, embed")]
       .filter(i => /\.svg($|[?#])/.test(i.src))
       .map(i => ({url: i.src, ok: i.complete && i.naturalWidth > 0})));
 const figures = contents.querySelectorAll("div.dotgraph, div.image").length;
-return {rendered, errors, svgs, figures, title: document.title};
+// Every picture opens full size on click (docs/book-figures.js wraps it in a link to itself).
+const unlinked = [...contents.querySelectorAll("div.image object, div.image img")]
+    .filter(e => { const a = e.closest("a.book-figure-link");
+                   return !a || a.getAttribute("href") !== (e.getAttribute("data") || e.getAttribute("src")); })
+    .map(e => e.getAttribute("data") || e.getAttribute("src") || "");
+return {rendered, errors, svgs, figures, unlinked, title: document.title};
 """
 
 # The layout check, in the rendered page at the window's width. The content column is the page's
@@ -865,6 +871,9 @@ def browser_check(html_dir: Path, pages: list[str], shots_dir: Path,
                         result.svgs_loaded += 1
                     else:
                         result.problems.append(f"picture {Path(svg['url']).name} did not load as SVG")
+                for url in audit.get("unlinked", []):
+                    result.problems.append(f"picture {Path(url).name} does not open full size on "
+                                           f"click (no link to it: docs/book-figures.js)")
                 if file in chapters and result.formulas == 0:
                     result.problems.append("a chapter with no rendered formula")
                 if file in chapters and result.figures == 0:

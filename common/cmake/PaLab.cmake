@@ -142,6 +142,8 @@ function(_pa_add_impl name impl room)
   target_compile_definitions(${name} PRIVATE "PA_LAB_IMPL=\"${impl}\"")
   target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${PA_WARNING_FLAGS}>)
   _pa_simt_source_options(${name})
+  # The kernels' loads and stores go through the emulator's memory checker (races, bounds).
+  pa_simt_checked(${name})
   if(impl MATCHES "/starter\\.cpp$")
     # A skeleton names its parameters and locals before the student uses them.
     target_compile_options(${name} PRIVATE

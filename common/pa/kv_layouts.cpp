@@ -412,6 +412,29 @@ Vec query_scores(const DecodeProblem& p, Eigen::Index row) {
   return scores(p.q.row(row).transpose(), p.k[seq].middleCols(kv_head * c.head_size, c.head_size));
 }
 
+void add_attention_sink(DecodeProblem& p, double logit) {
+  const DecodeConfig& c = p.cfg;
+  const int group = c.num_heads / c.num_kv_heads;
+  const double scale = p.scale();
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    Mat& k = p.k[static_cast<std::size_t>(s)];  // [seq_len, num_kv_heads * head_size]
+    for (int h = 0; h < c.num_kv_heads; ++h) {
+      const Eigen::Index first = Eigen::Index{s} * c.num_heads + Eigen::Index{h} * group;
+      const Vec direction = p.q.middleRows(first, group).colwise().sum().transpose();
+      // The smallest score of the group on the direction, per unit of stretch.
+      double least = (p.q.middleRows(first, group) * direction).minCoeff() * scale;
+      if (least <= 0.0) least = 1e-3;  // (never on N(0, 1) queries; keeps the stretch finite)
+      for (double stretch = logit / least;; stretch *= 1.01) {
+        k.row(0).segment(Eigen::Index{h} * c.head_size, c.head_size) =
+            rounded(c.dtype, (direction * stretch).transpose());
+        const Vec key = k.row(0).segment(Eigen::Index{h} * c.head_size, c.head_size).transpose();
+        if ((p.q.middleRows(first, group) * key).minCoeff() * scale >= logit) break;
+      }
+    }
+  }
+  place_at(p, p.blocks, p.num_blocks, p.block_tables.data_as<std::int32_t>()[p.block_tables.size(1) - 1]);
+}
+
 void scale_query_row(DecodeProblem& p, Eigen::Index row, double factor) {
   for (Eigen::Index d = 0; d < p.cfg.head_size; ++d) {
     p.q(row, d) = round_to(p.cfg.dtype, p.q(row, d) * factor);

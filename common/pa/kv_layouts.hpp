@@ -229,6 +229,11 @@ Vec query_scores(const DecodeProblem& p, Eigen::Index row);
 /// alike, so that the kernel and the reference go on seeing the same query.
 void scale_query_row(DecodeProblem& p, Eigen::Index row, double factor);
 
+/// Makes token 0 of every sequence an attention sink: for each kv head its key becomes the sum
+/// of the group's query rows, stretched so that every head of the group scores at least
+/// `logit` on it (after rounding to cfg.dtype), and the caches are written again.
+void add_attention_sink(DecodeProblem& p, double logit);
+
 // ---- A large decode batch (benchmarks) ---------------------------------------------------------
 
 /// [bench_batch]

@@ -1,8 +1,8 @@
 /// \file
 /// ArgCheck's vocabulary for Tensor arguments: rank, dtype and exact shape, and membership in
 /// a list of supported sizes, each failing with the standard "<function>: <argument> — expected
-/// <expected>, got <actual>" message; and the two index checks every paged cache needs,
-/// whatever its layout (the sequences' block tables, a write's slot mapping).
+/// <expected>, got <actual>" message; and the checks every paged cache needs, whatever its
+/// layout (the sequences' block tables, a write's new keys and values and its slot mapping).
 #pragma once
 
 #include <algorithm>
@@ -79,6 +79,16 @@ inline void sequences_in_cache(const ArgCheck& check, const Tensor& block_tables
                  std::to_string(id));
     }
   }
+}
+
+/// Requires a cache write's new keys and values to be [num_tokens, num_kv_heads, head_size] of
+/// one float dtype, value shaped like key (the same in every cache layout).
+inline void new_keys_and_values(const ArgCheck& check, const Tensor& key, const Tensor& value) {
+  rank_is(check, "key", key, 3, "[num_tokens, num_kv_heads, head_size]");
+  check.that(is_floating(key.dtype()), "key.dtype", "float32, float16 or bfloat16",
+             dtype_name(key.dtype()));
+  dtype_is(check, "value", value, key.dtype(), "the dtype of key");
+  shape_is(check, "value", value, key.shape(), "the shape of key");
 }
 
 /// Requires slot_mapping to be int64 [num_tokens] with every slot below num_blocks * block_size

@@ -13,7 +13,7 @@ namespace simt {
 
 /// n elements of T in one backend's device memory: owned, movable, not copyable. `Memory`
 /// provides static allocate(bytes), release(p) noexcept, to_device(dst, src, bytes),
-/// to_host(dst, src, bytes) and fill(p, byte, bytes); each backend names its instance
+/// to_host(dst, src, bytes), fill(p, byte, bytes) and name(p, name); each backend names its instance
 /// DeviceBuffer<T>.
 template <class T, class Memory>
 class BasicDeviceBuffer {
@@ -55,6 +55,11 @@ class BasicDeviceBuffer {
   void download(T* host, std::size_t n) const {
     check_count("DeviceBuffer::download", n);
     if (n > 0) Memory::to_host(host, data_, n * sizeof(T));
+  }
+  /// Names the buffer in the emulator's memory-checker reports as the student knows it
+  /// ("query", "key_cache"); a no-op on a GPU.
+  void set_name(const char* name) const {
+    if (data_ != nullptr) Memory::name(data_, name);
   }
   /// Sets every byte of the buffer to `byte` (0xFF makes every float NaN).
   void fill_bytes(unsigned char byte) {

@@ -75,4 +75,11 @@ void set_watchdog_seconds(double seconds);
 /// Returns the watchdog's limit in seconds of CPU time (0: off).
 double watchdog_seconds();
 
+/// Turns the memory checker (races and out-of-bounds accesses of instrumented kernels, see
+/// the emulator's README) on or off for later launches. Environment: SIMT_CHECK=0 turns it off.
+void set_memory_checks(bool on);
+
+/// Returns whether the memory checker watches later launches (on unless turned off).
+bool memory_checks();
+
 }  // namespace simt

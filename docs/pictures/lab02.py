@@ -138,14 +138,14 @@ def corr_example() -> Figure:
            weight="bold")
     f.text(246, 108, f"= {corr:.3f}", size=SIZE_SMALL, anchor="middle", fill=STATE.ink,
            weight="bold")
-    f.text(10, 318, "Dashed: the weights of k1 and k2 before block 2. They shrink by corr, "
-           "so every weight is again measured against the new maximum 4.", size=SIZE_SMALL,
-           fill=MUTED)
-    f.text(10, 336, f"Without corr the history keeps its old scale: denom = {wrong[1]:.3f}, "
-           f"acc = {wrong[2]:.2f}, out = {wrong[2] / wrong[1]:.2f} instead of {out:.2f},",
-           size=SIZE_SMALL, fill=MUTED)
-    f.text(10, 352, "pulled towards the early blocks' values 10 and 20: the signature of a "
-           "missing rescale.", size=SIZE_SMALL, fill=MUTED)
+    y = f.paragraph(10, 318, "Dashed: the weights of k1 and k2 before block 2. They shrink by "
+                    "corr, so every weight is again measured against the new maximum 4.",
+                    fill=MUTED)
+    y = f.paragraph(10, y + 2, f"Without corr the history keeps its old scale: denom = "
+                    f"{wrong[1]:.3f}, acc = {wrong[2]:.2f}, out = {wrong[2] / wrong[1]:.2f} "
+                    f"instead of {out:.2f}, pulled towards the early blocks' values 10 and 20: "
+                    "the signature of a missing rescale.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 

@@ -52,7 +52,7 @@ def threads() -> Figure:
     f.text(10, slot_y - 14, "", size=SIZE_SMALL)
     for i in range(NUM_PARTITIONS):
         sx = kx + i * slot_pitch
-        f.box(sx, slot_y, slot_w, 36, [f"slot {i}", "(m, denom, acc)"], fill=hue(owner[i]).fill,
+        f.box(sx, slot_y, slot_w, 36, [f"slot {i}", "Partial"], fill=hue(owner[i]).fill,
               stroke=hue(owner[i]).ink, size=SIZE_SMALL, rx=2)
     f.text(10, slot_y + 56, "std::vector<Partial> slots(10), made before any thread starts: "
            "no two threads write the same element, so no lock.", size=SIZE_SMALL, fill=MUTED)
@@ -77,7 +77,7 @@ def threads() -> Figure:
             f.arrow(prev + 12, fold_y, cx - 13, fold_y, color=STATE.ink)
         prev = cx
     f.arrow(prev, fold_y + 12, prev, fold_y + 44, color=STATE.ink)
-    f.box(prev - 70, fold_y + 45, 94, 28, "acc / denom, once", fill="#ffffff", stroke=INK,
+    f.box(prev - 96, fold_y + 45, 120, 28, "acc / denom, once", fill="#ffffff", stroke=INK,
           size=SIZE_SMALL)
     f.text(10, fold_y + 60, "((((P0 ⊕ P1) ⊕ P2) ⊕ …) ⊕ P9): the order depends on the ranges "
            "only,", size=SIZE_SMALL, fill=MUTED)
@@ -114,35 +114,39 @@ def cascade() -> Figure:
           rx=0, size=SIZE_SMALL)
     f.text(px, py + 36, "one pass for q0 … q3 together", size=SIZE_SMALL, fill=SHARED.ink)
     f.text(px, py + 50, "(a matrix product)", size=SIZE_SMALL, fill=SHARED.ink)
-    mx, ry, bx, bw, bus = 764, 120, 648, 90, 638
+    mx, ry, bx, bw, bus = 772, 110, 648, 100, 638
     f.line(px + prefix_w, py + 11, bus, py + 11, stroke=SHARED.ink)
-    f.line(bus, py + 11, bus, ry + (requests - 1) * row - 8, stroke=SHARED.ink)
+    f.line(bus, py + 11, bus, ry + (requests - 1) * row - 10, stroke=SHARED.ink)
     for r in range(requests):
         yc = ry + r * row
         h = hue(r if r < 3 else 6)
-        f.arrow(bus, yc - 8, bx - 1, yc - 8, color=SHARED.ink)
-        f.box(bx, yc - 15, bw, 14, f"q{r}'s prefix state", fill=SHARED.fill, stroke=SHARED.ink,
+        f.arrow(bus, yc - 10, bx - 1, yc - 10, color=SHARED.ink)
+        f.box(bx, yc - 19, bw, 18, f"prefix state q{r}", fill=SHARED.fill, stroke=SHARED.ink,
               rx=0, size=SIZE_SMALL)
-        f.box(bx, yc + 1, bw, 14, f"suffix {r} state", fill=h.fill, stroke=h.ink, rx=0, size=SIZE_SMALL)
+        f.box(bx, yc + 1, bw, 18, f"suffix state q{r}", fill=h.fill, stroke=h.ink, rx=0,
+              size=SIZE_SMALL)
         f.rect(mx - 12, yc - 12, 24, 24, fill=STATE.fill, stroke=STATE.ink, rx=12)
         f.text(mx, yc, "⊕", size=14, anchor="middle")
-        f.arrow(bx + bw, yc - 8, mx - 12, yc - 3, color=SHARED.ink)
-        f.arrow(bx + bw, yc + 8, mx - 12, yc + 3, color=h.ink)
-        f.arrow(mx + 13, yc, mx + 34, yc, color=STATE.ink)
-        f.text(mx + 38, yc, f"o{r}", size=SIZE, mono=True)
+        f.arrow(bx + bw, yc - 10, mx - 12, yc - 3, color=SHARED.ink)
+        f.arrow(bx + bw, yc + 10, mx - 12, yc + 3, color=h.ink)
+        f.arrow(mx + 13, yc, mx + 28, yc, color=STATE.ink)
+        f.text(mx + 31, yc, f"o{r}", size=SIZE, mono=True)
     f.text(430, y0 + requests * row + 10, "P + R S key rows read", size=SIZE_SMALL,
            fill=MUTED)
-    f.text(10, 270, "The lab's benchmark: R = 8 requests, a 512-token prefix P and 64-token "
-           "suffixes S: 8 · 576 = 4608 rows against 512 + 8 · 64 = 1024,", size=SIZE_SMALL,
-           fill=MUTED)
-    f.text(10, 286, "4.5 times fewer. Each ⊕ is lab 03's merge of the request's prefix state "
-           "and suffix state.", size=SIZE_SMALL, fill=MUTED)
+    y = f.paragraph(10, 270, "The lab's benchmark: R = 8 requests, a 512-token prefix P and "
+                    "64-token suffixes S: 8 · 576 = 4608 rows against 512 + 8 · 64 = 1024, 4.5 "
+                    "times fewer. Each ⊕ is lab 03's merge of the request's prefix state and "
+                    "suffix state.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
+
+
+SUB = "₀₁₂₃₄₅₆₇₈₉"  # subscript digits: the index of a partition's state
 
 
 def merge_tree() -> Figure:
     sizes = array_split(10, 4)  # 3, 3, 2, 2
-    f = Figure(820, 250, "Ten keys in four partitions, merged as a tree",
+    f = Figure(820, 200, "Ten keys in four partitions, merged as a tree",
                "Each partition is summarised by attend_partial; pairs of summaries merge, the "
                "root is divided once.")
     leaf_w, gap, y_leaf = 150, 50, 20
@@ -150,7 +154,7 @@ def merge_tree() -> Figure:
     start = 0
     for i, n in enumerate(sizes):
         f.box(xs[i], y_leaf, leaf_w, 52,
-              [f"keys {start}–{start + n - 1}", "attend_partial", f"(m{i}, denom{i}, acc{i})"],
+              [f"keys {start}–{start + n - 1}", "attend_partial", f"(m{SUB[i]}, denom{SUB[i]}, acc{SUB[i]})"],
               fill=hue(i).fill, stroke=hue(i).ink, size=SIZE_SMALL)
         start += n
     centre = [x + leaf_w / 2 for x in xs]
@@ -168,10 +172,8 @@ def merge_tree() -> Figure:
     for m in mids:
         f.arrow(m, y_mid + 16, root + (-10 if m < root else 10), y_root - 16, color=STATE.ink)
     f.arrow(root + 16, y_root, root + 90, y_root, color=STATE.ink)
-    f.box(root + 92, y_root - 16, 170, 32, "out = acc / denom (the only division)", fill="#ffffff",
-          stroke=INK, size=SIZE_SMALL)
-    f.text(10, 226, "The leaves share nothing and can run in parallel; every inner node is a "
-           "merge, in any order and any bracketing.", size=SIZE_SMALL, fill=MUTED)
+    f.box(root + 92, y_root - 16, 130, 32, "out = acc / denom", fill="#ffffff", stroke=INK,
+          size=SIZE_SMALL)
     return f
 
 

@@ -78,7 +78,7 @@ def packed_q() -> Figure:
             f.text(kx + j * kw + kw / 2, ky + 13, str(j), size=SIZE_SMALL, anchor="middle",
                    mono=True)
         f.text(kx, ky + 40, f"seq_lens_kv[{s}] = {L}: {cached} cached + {new} new "
-               f"(written by set_kv first)", size=SIZE_SMALL, fill=h.ink)
+               f"(set_kv writes)", size=SIZE_SMALL, fill=h.ink)
         f.arrow(qx + qw + 8, (top + bottom) / 2, kx - 8, ky + 13, color=h.ink)
     f.rect(qx, qy, qw, row * rh, stroke=INK, sw=1)
     for s, at in enumerate(cu):
@@ -102,7 +102,7 @@ def pool_views() -> Figure:
                "The same 96 numbers seen as [num_slots, H_kv * D] and as "
                "[num_blocks, block_size, H_kv, D]; slot 9 is row 1 of block 2 in both.")
     width = H_KV * D
-    cw, ch = 20, 15
+    cw, ch = 24, 15
     fx, fy = 86, 58
     f.text(10, 14, "flat view: [num_slots = 16, H_kv · D = 6]", size=SIZE, weight="bold",
            mono=True)
@@ -146,12 +146,12 @@ def pool_views() -> Figure:
             f.rect(tx, ty + eo * ch, tile_w, ch, stroke=INK, sw=2.5)
             ex, ey = tx, ty + (eo + 0.5) * ch
     f.arrow(g.right(width - 1) + 60, g.cy(EXAMPLE_SLOT), ex - 26, ey, color=INK, bend=1)
-    f.text(10, 318, f"slot {EXAMPLE_SLOT} = block {eb} · {BLOCK_SIZE} + row {eo}: the flat "
-           f"row {EXAMPLE_SLOT} is block_view[{eb}][{eo}], element (h, d) at offset "
-           f"(({eb} · {BLOCK_SIZE} + {eo}) · {H_KV} + h) · {D} + d in both.", size=SIZE_SMALL,
-           fill=MUTED)
-    f.text(10, 336, "A write indexes the flat view with slot numbers; indexing the block view "
-           "with them would pick block 9, not row 1 of block 2.", size=SIZE_SMALL, fill=MUTED)
+    y = f.paragraph(10, 318, f"slot {EXAMPLE_SLOT} = block {eb} · {BLOCK_SIZE} + row {eo}: the "
+                    f"flat row {EXAMPLE_SLOT} is block_view[{eb}][{eo}], element (h, d) at offset "
+                    f"(({eb} · {BLOCK_SIZE} + {eo}) · {H_KV} + h) · {D} + d in both. A write "
+                    "indexes the flat view with slot numbers; indexing the block view with them "
+                    "would pick block 9, not row 1 of block 2.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 

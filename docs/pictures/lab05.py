@@ -3,7 +3,7 @@ to data, the kernel as a timeline of its barriers and shared memory, the XOR but
 the H100 measurements (docs/figures/gpu/)."""
 import h100
 from svgfig import (INK, MUTED, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS, Figure, Hue,
-                    hue, mix)
+                    hue, mix, text_width)
 
 # The case every picture draws: float16, block_size 16, head_size 128.
 WARP_SIZE, NUM_THREADS = 32, 128
@@ -192,11 +192,11 @@ def value_cache() -> Figure:
              ["pass 1: 32 lanes,", "16 rows"])
     f.lines(600, y0 + 6 * ch + 20, ["8 passes cover", "the 128 rows"], size=SIZE_SMALL,
             anchor="start", fill=MUTED)
-    f.text(10, 270, "A row is one dimension across the block's tokens: 16 bytes hold 8 tokens' "
-           "values of dimension d, multiplied with those tokens' probabilities", size=SIZE_SMALL,
-           fill=MUTED)
-    f.text(10, 286, "into one accumulator. Two lanes share a row, a warp covers 16 rows per pass.",
-           size=SIZE_SMALL, fill=MUTED)
+    y = f.paragraph(10, 270, "A row is one dimension across the block's tokens: 16 bytes hold 8 "
+                    "tokens' values of dimension d, multiplied with those tokens' probabilities "
+                    "into one accumulator. Two lanes share a row, a warp covers 16 rows per "
+                    "pass.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 
@@ -237,7 +237,7 @@ BARRIERS = [  # after each phase but the last; None: no barrier there
     "warp 0 done reading",
 ]
 REGIONS = [("q", "q_vecs", 64, STATE), ("l", "logits → out_smem", 150, WARPS[0]),
-           ("m", "red_smem[0..3]", 80, WARPS[2]), ("s", "red_smem[4..7]", 80, WARPS[3])]
+           ("m", "red_smem\n[0..3]", 80, WARPS[2]), ("s", "red_smem\n[4..7]", 80, WARPS[3])]
 
 
 def timeline() -> Figure:
@@ -253,7 +253,8 @@ def timeline() -> Figure:
     xs = {}
     for key, name, w, h in REGIONS:
         xs[key] = (x, w, h)
-        f.text(x + w / 2, 42, name, size=SIZE_SMALL, anchor="middle", mono=True, fill=h.ink)
+        f.lines(x + w / 2, 40 if "\n" in name else 42, name.split("\n"), size=SIZE_SMALL,
+                anchor="middle", mono=True, fill=h.ink, gap=1.15)
         x += w + 6
     y = top
     barrier = 0
@@ -272,15 +273,16 @@ def timeline() -> Figure:
         if i < len(BARRIERS) and BARRIERS[i]:
             f.line(10, y + bar_h / 2, 810, y + bar_h / 2, stroke="#c0392b", sw=1.6, dash="7 4")
             label = f"__syncthreads() {barrier + 1}: {BARRIERS[i]}"
-            f.rect(20, y + 2, len(label) * 5.6 + 10, bar_h - 4, fill="#ffffff", stroke=None)
+            f.rect(20, y + 2, text_width(label, SIZE_SMALL, mono=True) + 10, bar_h - 4,
+                   fill="#ffffff", stroke=None)
             f.text(25, y + bar_h / 2, label, size=SIZE_SMALL, fill="#c0392b", mono=True)
             barrier += 1
             y += bar_h
-    f.text(10, y + 20, "The logits need 4 bytes per token of the longest sequence; from barrier "
-           "5 on the same bytes hold the cross-warp output tree (2 × 128 floats).",
-           size=SIZE_SMALL, fill=MUTED)
-    f.text(10, y + 36, "Max and sum use different halves of red_smem, so no barrier is needed "
-           "between the two reductions.", size=SIZE_SMALL, fill=MUTED)
+    y = f.paragraph(10, y + 20, "The logits need 4 bytes per token of the longest sequence; "
+                    "from barrier 5 on the same bytes hold the cross-warp output tree (2 × 128 "
+                    "floats). Max and sum use different halves of red_smem, so no barrier is "
+                    "needed between the two reductions.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 
@@ -314,7 +316,7 @@ def butterfly() -> Figure:
     notes = ["qk += __shfl_xor_sync(FULL_MASK, qk, mask):",
              "every lane adds the value of the lane whose",
              "index differs in the mask's one bit. After",
-             "log2 TG steps every member holds the whole",
+             "log₂ TG steps every member holds the whole",
              "dot product: no shared memory, no barrier."]
     f.lines(340, 110, notes, size=SIZE_SMALL, anchor="start", gap=1.45)
 
@@ -349,12 +351,12 @@ def butterfly() -> Figure:
     f.text(10, rows[-1] + 26, "Bold: the five values lane 0 receives, which between them "
            "carry all 32 lanes. Filled: lanes that hold the warp's result.", size=SIZE_SMALL,
            fill=MUTED)
-    f.text(10, rows[-1] + 42, "The max skips the masks below TG (they would fold a group into "
-           "itself): after mask TG the group leaders (rank 0, lane 0 among them) hold the",
-           size=SIZE_SMALL, fill=MUTED)
-    f.text(10, rows[-1] + 58, "warp's maximum and the other lanes −FLT_MAX. The sum runs to "
-           "mask 1, and every lane ends with the warp's sum. Either way lane 0 passes it on.",
-           size=SIZE_SMALL, fill=MUTED)
+    y = f.paragraph(10, rows[-1] + 42, "The max skips the masks below TG (they would fold a "
+                    "group into itself): after mask TG the group leaders (rank 0, lane 0 among "
+                    "them) hold the warp's maximum and the other lanes −FLT_MAX. The sum runs to "
+                    "mask 1, and every lane ends with the warp's sum. Either way lane 0 passes "
+                    "it on.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 

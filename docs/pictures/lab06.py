@@ -59,7 +59,7 @@ def grid() -> Figure:
             size=SIZE_SMALL, anchor="start", fill=MUTED, gap=1.6)
     y_legend = y0 + h * len(SEQ_LENS) + 28
     f.legend(x0, y_legend, [(STATE, "writes its partial (m, denom, acc) for the reduce"),
-                            (DIRECT, "the only partition: finishes the softmax, writes out")])
+                            (DIRECT, "the only partition: writes out itself")])
     f.legend(x0, y_legend + 22, [(FREE, "past the sequence's end: returns before any read "
                                         "or write")])
     f.text(x0, y_legend + 50, f"max_num_partitions = ceil(max_seq_len / {PARTITION_SIZE}) = "
@@ -91,7 +91,7 @@ def scratch() -> Figure:
                row_labels=[f"s{s}" for s in range(len(SEQ_LENS))] if k == 0 else None)
     f.text(40, y0 + ch * len(SEQ_LENS) + 18, "[num_seqs, num_heads, max_num_partitions] float32",
            size=SIZE_SMALL, fill=MUTED, mono=True)
-    tx, row_w, row_h = 430, 340, 11
+    tx, row_w, row_h = 430, 340, 13
     f.text(tx + row_w / 2, y0 - 34, "tmp_out", size=SIZE, anchor="middle", weight="bold",
            mono=True)
     f.text(tx + row_w / 2, y0 - 18, "acc = Σₜ e^{sₜ − m} vₜ, undivided", size=SIZE_SMALL,
@@ -107,8 +107,8 @@ def scratch() -> Figure:
             y += row_h + 2
         y += 6
     f.text(tx, y + 4, "d = 0, 1, …, head_size − 1 →", size=SIZE_SMALL, fill=MUTED)
-    f.text(tx, y + 22, "[num_seqs, num_heads, max_num_partitions, head_size] float32",
-           size=SIZE_SMALL, fill=MUTED, mono=True)
+    f.text(812, y + 22, "[num_seqs, num_heads, max_num_partitions, head_size] float32",
+           size=SIZE_SMALL, fill=MUTED, mono=True, anchor="end")
     notes = ["entry (s, h, p) sits at (s · num_heads + h) · max_num_partitions + p; tmp_out "
              "multiplies that by head_size and adds d.",
              "The partition extent is max_num_partitions for every sequence. A one-partition "
@@ -118,6 +118,9 @@ def scratch() -> Figure:
     for i, note in enumerate(notes):
         f.text(10, 270 + 18 * i, note, size=SIZE_SMALL, fill=INK if i == 0 else MUTED)
     return f
+
+
+SUB = "₀₁₂₃₄₅₆₇₈₉"  # subscript digits: the index of a partition's state
 
 
 def reduce() -> Figure:
@@ -131,7 +134,7 @@ def reduce() -> Figure:
     bw, gap, by = 128, 22, 300
     xs = [40 + p * (bw + gap) for p in range(n)]
     for p, x in enumerate(xs):
-        f.box(x, by, bw, 48, [f"partition {p}", f"m{p}, denom{p}, acc{p}"], fill=hue(p).fill,
+        f.box(x, by, bw, 48, [f"partition {p}", f"m{SUB[p]}, denom{SUB[p]}, acc{SUB[p]}"], fill=hue(p).fill,
               stroke=hue(p).ink, size=SIZE_SMALL)
     centre = 410
     my, wy, sy = 222, 150, 74
@@ -140,7 +143,7 @@ def reduce() -> Figure:
     for p, x in enumerate(xs):
         f.arrow(x + bw / 2, by - 1, centre + (x + bw / 2 - centre) * 0.35, my + 41,
                 color=hue(p).ink)
-    f.box(centre - 230, wy, 460, 40,
+    f.box(centre - 260, wy, 520, 40,
           [f"wₚ = e^{{mₚ − M}}, a tile of {NUM_THREADS} partitions at a time",
            "weights[] in shared memory: a barrier after writing, one before the next tile"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)

@@ -4,7 +4,7 @@ columns of Q, K, S, P, V and O), the tile loop's barriers and loads in flight, a
 figures the kernel is measured against (docs/figures/gpu/)."""
 import h100
 from svgfig import (INK, MUTED, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
-                    Figure, hue, mix)
+                    Figure, hue, mix, text_width)
 
 # The example most pictures draw: 32 query heads over 4 kv heads (a group of 8), head_size 128,
 # float16, tiles of 64 tokens, four warps (labs/07-cuda-gqa-decode/gqa_decode.hpp).
@@ -113,15 +113,13 @@ def layouts() -> Figure:
         if t + 1 < tokens:
             f.arrow(a + chunks * cell_w + 4, y2 + 21, g.left((t + 1) * heads * chunks) - 4,
                     y2 + 21, color=MUTED, sw=1)
-    f.text(10, y2 + 52, "A row of one kv head is head_size contiguous elements (256 B at "
-           "head_size 128): 16 threads × 16-byte loads, whole 32-byte sectors.", size=SIZE_SMALL,
-           fill=MUTED)
-    f.text(10, y2 + 68, "Consecutive rows are num_kv_heads × head_size elements apart: the "
-           "token stride of this layout. K and V share it, unsplit, untransposed.",
-           size=SIZE_SMALL, fill=MUTED)
-    f.text(10, y2 + 84, "vLLM allocates both as one tensor [2, num_blocks, block_size, "
-           "num_kv_heads, head_size]; FlashInfer calls this order NHD.", size=SIZE_SMALL,
-           fill=MUTED)
+    y = f.paragraph(10, y2 + 52, "A row of one kv head is head_size contiguous elements (256 B "
+                    "at head_size 128): 16 threads × 16-byte loads, whole 32-byte sectors. "
+                    "Consecutive rows are num_kv_heads × head_size elements apart: the token "
+                    "stride of this layout. K and V share it, unsplit, untransposed. vLLM "
+                    "allocates both as one tensor [2, num_blocks, block_size, num_kv_heads, "
+                    "head_size]; FlashInfer calls this order NHD.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 
@@ -147,79 +145,84 @@ def _tile(f, x, y, rows, cols, cw, ch, name, shape, owner, label, row_labels=Non
 
 
 def tiles() -> Figure:
-    f = Figure(820, 640, "The tiles of one thread block",
+    f = Figure(820, 700, "The tiles of one thread block",
                "32 query heads over 4 kv heads (a group of 8), head_size 128, tiles of 64 "
                "tokens. Each cell is one 16 x 16 wmma tile (a half-height cell: 8 of its rows), "
-               "coloured by the warp that computes or reads it.")
+               "coloured by the warp that computes or reads it. Top: S = Q times K transposed. "
+               "Middle: the softmax, a row per 8 threads. Bottom: acc += P times V.")
     qk_steps = HEAD_SIZE // WMMA
     o_tiles = HEAD_SIZE // WMMA // NUM_WARPS
     cw, ch, hh = 26, 30, 15
-    groups = [f"heads 8k+0…7", "rows 8-15: 0"]
+    groups = ["heads 8k+0…7", "rows 8-15: 0"]
     f.legend(10, 12, [(WARPS[w], f"warp {w}") for w in range(NUM_WARPS)] +
              [("#f5f7fa", "read by every warp"), (POISON, "zero padding rows")])
-    # Q · Kᵀ = S
+    # Q · Kᵀ = S: Q's column slice k meets Kᵀ's row slice k; Kᵀ's column slice w is warp w's.
     y = 74
-    qg = _tile(f, 96, y, 2, qk_steps, cw, hh, "q tile", f"[16, {HEAD_SIZE}] 16-bit",
+    qg = _tile(f, 96, y, 2, qk_steps, cw, hh, "Q (q tile)", f"[16, {HEAD_SIZE}] 16-bit",
                lambda r, c: None, lambda r, c: f"k{c}" if r == 0 else "", row_labels=groups)
     f.rect(qg.x, qg.y + hh, qg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
     f.text(qg.x + qg.width + 14, y + hh, "·", size=22, anchor="middle")
-    kx = qg.x + qg.width + 74
-    kg = _tile(f, kx, y, NUM_WARPS, qk_steps, cw, ch, "key tile, read as Kᵀ",
-               f"[64 tokens, {HEAD_SIZE}] 16-bit", lambda r, c: r, lambda r, c: f"k{c}",
-               row_labels=[f"t{16 * w}-{16 * w + 15}" for w in range(NUM_WARPS)])
+    kx = qg.x + qg.width + 30
+    kg = _tile(f, kx, y, qk_steps, NUM_WARPS, 44, 20, "Kᵀ (key tile, col_major)",
+               f"[{HEAD_SIZE}, 64 tokens] 16-bit", lambda r, c: c, lambda r, c: f"k{r}")
+    for w in range(NUM_WARPS):
+        f.text(kg.cx(w), kg.y + kg.height + 10, f"t{16 * w}+", size=SIZE_SMALL,
+               anchor="middle", fill=MUTED, mono=True)
     f.text(kg.x + kg.width + 14, y + hh, "=", size=18, anchor="middle")
     sx = kg.x + kg.width + 30
-    _tile(f, sx, y, 2, NUM_WARPS, 44, hh, "scores S", "[16, 64] float",
+    _tile(f, sx, y, 2, NUM_WARPS, 44, hh, "S (scores)", "[16, 64] float",
           lambda r, c: c, lambda r, c: f"t{16 * c}+" if r == 0 else "")
-    notes = ["Warp w: for k = 0 … 7, mma_sync(s, q[:, 16k …], Kᵀ[16k …, its 16 tokens]): the key "
-             "tile's rows 16w … 16w + 15, read col_major,",
-             "are 16 columns of Kᵀ. It stores its 16 columns of S; rows 8-15 come out 0 "
-             "(zero queries)."]
-    for i, line in enumerate(notes):
-        f.text(10, y + 4 * ch + 18 + 15 * i, line, size=SIZE_SMALL, fill=MUTED)
-    # The softmax: rows to threads.
-    y2 = y + 4 * ch + 86
+    yn = f.paragraph(10, kg.y + kg.height + 34, "Warp w: for k = 0 … 7, mma_sync(s, Q[:, 16k …], "
+                     "Kᵀ[16k …, 16w …]). The key tile lies in shared memory as [64 tokens, "
+                     f"{HEAD_SIZE}] row-major; read col_major, its rows 16w … 16w + 15 are "
+                     "exactly Kᵀ's columns 16w … 16w + 15, so no transpose is ever stored. Each "
+                     "warp stores its 16 columns of S; rows 8-15 come out 0 (zero queries).",
+                     fill=MUTED)
+    # The softmax: rows to threads, all 16 rows.
+    y2 = yn + 40
     f.text(10, y2 - 22, "softmax: row r of S and P belongs to threads 8r … 8r + 7 (lanes of "
            "one warp), 8 columns each", size=SIZE, weight="bold")
-    rows_shown = [0, 1, 2, 3, 4, 7, 8, 15]
-    rg = f.grid(96, y2, 1, len(rows_shown), 78, 34,
-                lambda r, c: ([f"row {rows_shown[c]}", f"thr {8 * rows_shown[c]}-"
-                               f"{8 * rows_shown[c] + 7}"],
-                              WARPS[rows_shown[c] // 4] if rows_shown[c] < GROUP else
-                              mix(WARPS[rows_shown[c] // 4].fill, "#ffffff", 0.6)),
-                size=SIZE_SMALL, row_labels=["S, P"])
-    f.text(10, y2 + 50, "Each row is one query head: its max m, sum l and row_alpha = "
-           "exp(m_old − m_new) are its own, reduced over its 8 lanes (masks 4, 2, 1).",
-           size=SIZE_SMALL, fill=MUTED)
-    f.text(10, y2 + 65, "Rows 8-15 (pale) are padding: computed like the others, never "
-           "written out.", size=SIZE_SMALL, fill=MUTED)
-    # P · V = O
-    y3 = y2 + 126
-    pg = _tile(f, 96, y3, 2, NUM_WARPS, 44, hh, "probabilities P", "[16, 64] 16-bit",
+    rg = f.grid(96, y2, 1, TILE_ROWS, 44, 28,
+                lambda r, c: (f"r{c}", WARPS[c // 4] if c < GROUP else
+                              mix(WARPS[c // 4].fill, "#ffffff", 0.6)),
+                size=SIZE_SMALL, row_labels=["S, P rows"])
+    for w in range(NUM_WARPS):
+        f.brace(rg.left(4 * w) + 2, rg.right(4 * w + 3) - 2, rg.y + rg.height + 3,
+                f"warp {w}: threads {32 * w}–{32 * w + 31}")
+    yn = f.paragraph(10, rg.y + rg.height + 40, "Each row is one query head: its max m, sum "
+                     "denom and row_alpha = e^{m_old − m_new} are its own, reduced over its 8 "
+                     "lanes (masks 4, 2, 1). Rows 8-15 (pale) are padding: computed like the "
+                     "others, never written out.", fill=MUTED)
+    # P · V = acc
+    y3 = yn + 46
+    pg = _tile(f, 96, y3, 2, NUM_WARPS, 44, hh, "P (probabilities)", "[16, 64] 16-bit",
                lambda r, c: None, lambda r, c: f"t{16 * c}+" if r == 0 else "",
                row_labels=groups)
     f.text(pg.x + pg.width + 14, y3 + hh, "·", size=22, anchor="middle")
-    vx = pg.x + pg.width + 74
-    vg = _tile(f, vx, y3, NUM_WARPS, qk_steps, cw, ch, "value tile",
-               f"[64 tokens, {HEAD_SIZE}] 16-bit", lambda r, c: c // o_tiles, lambda r, c: "",
-               row_labels=[f"t{16 * w}-{16 * w + 15}" for w in range(NUM_WARPS)])
+    vx = pg.x + pg.width + 60
+    vg = _tile(f, vx, y3, NUM_WARPS, qk_steps, cw, ch, "V (value tile)",
+               f"[64 tokens, {HEAD_SIZE}] 16-bit", lambda r, c: c // o_tiles, lambda r, c: "")
+    for w in range(NUM_WARPS):
+        f.text(vg.x - 6, vg.cy(w), f"t{16 * w}+", size=SIZE_SMALL, anchor="end", fill=MUTED,
+               mono=True)
     f.text(vg.x + vg.width + 14, y3 + hh, "=", size=18, anchor="middle")
     ox = vg.x + vg.width + 30
-    _tile(f, ox, y3, 2, qk_steps, 26, hh, "output o", f"[16, {HEAD_SIZE}] float",
+    _tile(f, ox, y3, 2, qk_steps, 26, hh, "acc (tiles.o)", f"[16, {HEAD_SIZE}] float",
           lambda r, c: c // o_tiles, lambda r, c: f"w{c // o_tiles}" if r == 0 else "")
-    notes = [f"Warp w owns o's columns {HEAD_SIZE // NUM_WARPS}w … "
-             f"{HEAD_SIZE // NUM_WARPS}w + {HEAD_SIZE // NUM_WARPS - 1} ({o_tiles} tiles): it "
-             "scales their rows by row_alpha in shared memory, loads them as",
-             "accumulators, adds the 4 products P[:, 16j …] · V[16j …, its columns] and stores "
-             "them back. Every warp reads all of P; the value tile",
-             "occupies the shared tile the keys used."]
-    for i, line in enumerate(notes):
-        f.text(10, y3 + 4 * ch + 18 + 15 * i, line, size=SIZE_SMALL, fill=MUTED)
+    yn = f.paragraph(10, vg.y + vg.height + 22, f"Warp w owns acc's columns "
+                     f"{HEAD_SIZE // NUM_WARPS}w … {HEAD_SIZE // NUM_WARPS}w + "
+                     f"{HEAD_SIZE // NUM_WARPS - 1} ({o_tiles} tiles): it scales their rows by "
+                     "row_alpha in shared memory, loads them as accumulators, adds the 4 "
+                     "products P[:, 16j …] · V[16j …, its columns] and stores them back. Every "
+                     "warp reads all of P; the value tile occupies the shared tile the keys "
+                     "used.", fill=MUTED)
     sizes = _shared_bytes(HEAD_SIZE)
-    f.text(10, y3 + 4 * ch + 68, f"Shared memory at head_size {HEAD_SIZE}, rows padded by 16 "
-           "bytes (S: 32): " + ", ".join(f"{k} {v / 1024:g} KiB" for k, v in sizes.items()) +
-           f": {sum(sizes.values()) / 1024:g} KiB of tiles per thread block.", size=SIZE_SMALL,
-           fill=MUTED)
+    yn = f.paragraph(10, yn + 6, f"Shared memory at head_size {HEAD_SIZE}, rows padded by 16 "
+                     "bytes (S: 32): " + ", ".join(f"{k} {v / 1024:g} KiB"
+                                                   for k, v in sizes.items()) +
+                     f": {sum(sizes.values()) / 1024:g} KiB of tiles per thread block.",
+                     fill=MUTED)
+    f.height = yn
     return f
 
 
@@ -228,15 +231,15 @@ def tiles() -> Figure:
 LOOP = [  # (what the threads do, in flight in registers, kv tile in shared memory)
     ("3a  issue the loads of this tile's V (into registers)", "V tile →", "K"),
     ("3b  S = Q·Kᵀ on tensor cores, warp w: 16 columns; store S", "V tile …", "K (read)"),
-    ("3c  softmax per row: m, l, row_alpha, P (16-bit)", "V tile …", "K"),
+    ("3c  softmax per row: m, denom, row_alpha, P (16-bit)", "V tile …", "K"),
     ("3d  store V into the kv tile", "", "V (written)"),
     ("3e  issue the loads of the next tile's K", "next K →", "V"),
-    ("3f  o = diag(row_alpha) o + P·V, warp w: its columns", "next K …", "V (read)"),
+    ("3f  acc = diag(row_alpha) acc + P·V, warp w: its columns", "next K …", "V (read)"),
     ("3g  store the next K into the kv tile", "", "next K (written)"),
 ]
 BARRIERS = {1: "(A) S complete: the softmax reads every warp's columns",
             3: "(B) P, row_alpha and V visible to every warp",
-            5: "(C) every warp done with V; o complete",
+            5: "(C) every warp done with V; acc complete",
             6: "(D) the next keys in place for 3b"}
 
 
@@ -264,7 +267,8 @@ def loop() -> Figure:
         if i in BARRIERS:
             f.line(10, y + bar_h / 2, 810, y + bar_h / 2, stroke="#c0392b", sw=1.6, dash="7 4")
             label = f"__syncthreads() {BARRIERS[i]}"
-            f.rect(20, y + 2, len(label) * 5.9 + 12, bar_h - 4, fill="#ffffff", stroke=None)
+            f.rect(20, y + 2, text_width(label, SIZE_SMALL, mono=True) + 12, bar_h - 4,
+                   fill="#ffffff", stroke=None)
             f.text(25, y + bar_h / 2, label, size=SIZE_SMALL, fill="#c0392b", mono=True)
             y += bar_h
     f.text(10, y + 16, "Every step but the stores has one tile's loads outstanding: V's during "

@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
                                     f"the picture's edge (x {left:.0f} to {right:.0f} of "
                                     f"{figure.width:g}): shorten it or break the line")
             for overflow in figure.overflows[:3]:
-                problems.append(f"{source.name}: {stem}: a grid cell's text {overflow}")
+                problems.append(f"{source.name}: {stem}: text overflows: {overflow}")
             (out / f"{stem}.svg").write_text(figure.svg(), encoding="utf-8")
             written[stem] = source.name
 

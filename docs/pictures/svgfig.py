@@ -96,16 +96,23 @@ def _math_spans(s: str, size: float) -> str:
     """Escaped text, with TeX-like `^{...}` and `_{...}` drawn as raised and lowered smaller
     text: e^{m − m'} is e with the exponent set as one, not "e^(m − m')". The script size is
     never below SIZE_SMALL."""
-    out, at = [], 0
+    if not SCRIPT.search(s):
+        return escape(s)
     small = max(SIZE_SMALL, round(size * 0.8, 1))
+    out, at, back = [], 0, None
     for m in SCRIPT.finditer(s):
-        out.append(escape(s[at:m.start()]))
-        shift = "-0.45em" if m.group(1) == "^" else "0.3em"
-        back = "0.45em" if m.group(1) == "^" else "-0.3em"
-        out.append(f'<tspan dy="{shift}" font-size="{small:g}">{escape(m.group(2))}</tspan>'
-                   f'<tspan dy="{back}"></tspan>')
-        at = m.end()
-    out.append(escape(s[at:]))
+        if m.start() > at:
+            dy = f' dy="{back}"' if back else ""
+            out.append(f"<tspan{dy}>{escape(s[at:m.start()])}</tspan>")
+            back = None
+        shift, undo = ("-0.45em", "0.45em") if m.group(1) == "^" else ("0.3em", "-0.3em")
+        if back:  # two scripts in a row: return to the baseline first
+            out.append(f'<tspan dy="{back}"></tspan>')
+        out.append(f'<tspan dy="{shift}" font-size="{small:g}">{escape(m.group(2))}</tspan>')
+        back, at = undo, m.end()
+    if at < len(s) or back:
+        dy = f' dy="{back}"' if back else ""
+        out.append(f"<tspan{dy}>{escape(s[at:])}</tspan>")
     return "".join(out)
 
 
@@ -246,6 +253,11 @@ class Figure:
         """A rectangle with centred lines of text; returns (x, y, w, h)."""
         self.rect(x, y, w, h, fill=fill, stroke=stroke, rx=rx, dash=dash)
         rows = [rows] if isinstance(rows, str) else list(rows)
+        if rows and max(text_width(r, size, mono) for r in rows) > w + 1:
+            self.overflows.append(f"\"{max(rows, key=len)}\" is wider than its {w:g} px box")
+        if len(rows) * size * 1.3 > h + 2:
+            self.overflows.append(f"{len(rows)} line(s) of {size:g} px are taller than their "
+                                  f"{h:g} px box")
         self.lines(x + w / 2, y + h / 2, rows, size=size, mono=mono, weight=weight, fill=color)
         return x, y, w, h
 

@@ -6,9 +6,9 @@
 
 #include <array>
 #include <cstddef>
-#include <memory>
 
 #include "pa/backend.hpp"
+#include "pa/device_session.hpp"
 #include "pa/tensor.hpp"
 
 namespace pa::cuda_v1 {
@@ -69,9 +69,9 @@ bool cuda_device_present();
 
 /// [device_session]
 /// paged_attention_v1 without the host copies around it, for timing the kernel alone
-/// (bench_lab.cpp): the operands are copied to one backend's device memory once, and the kernel
-/// runs on them as often as asked, through the very launch paged_attention_v1 makes.
-class DeviceSession {
+/// (bench_lab.cpp): launch, download and the timings are pa::DeviceSession's
+/// (common/pa/device_session.hpp), through the very launch paged_attention_v1 makes.
+class DeviceSession : public pa::DeviceSession {
  public:
   /// Checks the operands as paged_attention_v1 does and copies them to `backend`'s device
   /// memory; the session owns the output, shaped like query and NaN until the first launch.
@@ -79,33 +79,6 @@ class DeviceSession {
                 const Tensor& value_cache, int num_kv_heads, float scale,
                 const Tensor& block_tables, const Tensor& seq_lens, int block_size,
                 int max_seq_len);
-  ~DeviceSession();
-  DeviceSession(DeviceSession&&) noexcept;
-  DeviceSession& operator=(DeviceSession&&) noexcept;
-
-  /// Runs the kernel once on the device copies; throws what paged_attention_v1 would.
-  void launch();
-
-  /// Copies the output to `out`: [num_seqs, num_heads, head_size], query's dtype.
-  void download(Tensor& out) const;
-
-  /// Runs the kernel once and returns its seconds: on CUDA measured with events on the device's
-  /// clock after flushing the L2 cache outside the timed span (so every byte of the caches comes
-  /// from device memory); on the emulator measured with the host's clock.
-  double timed_launch();
-
-  /// The yardstick, flushed and timed like timed_launch: a read-only kernel over the key and
-  /// value caches (simt::ReadRoofline); returns its seconds.
-  double timed_read_roofline();
-
-  /// A second yardstick: a device-to-device copy of both caches; returns its seconds.
-  double timed_cache_copy();
-
-  /// One backend's half of the session (given/backend.hpp).
-  class Impl;
-
- private:
-  std::unique_ptr<Impl> impl_;
 };
 /// [device_session]
 

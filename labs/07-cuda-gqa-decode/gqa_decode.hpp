@@ -8,9 +8,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
 #include "pa/backend.hpp"
+#include "pa/device_session.hpp"
 #include "pa/tensor.hpp"
 
 namespace pa::cuda_gqa {
@@ -135,41 +135,21 @@ bool cuda_device_present();
 
 /// [device_session]
 /// gqa_decode without the host copies around it, for timing the kernel alone (bench_lab.cpp):
-/// the operands are copied to one backend's device memory once, and the kernel runs on them as
-/// often as asked, through the very launch gqa_decode makes.
-class DeviceSession {
+/// launch, download and the timings are pa::DeviceSession's (common/pa/device_session.hpp),
+/// through the very launch gqa_decode makes.
+class DeviceSession : public pa::DeviceSession {
  public:
   /// Checks the operands as gqa_decode does and copies them to `backend`'s device memory; the
   /// session owns the output, shaped like query and NaN until the first launch.
   DeviceSession(Backend backend, const Tensor& query, const Tensor& key_cache,
                 const Tensor& value_cache, float scale, const Tensor& block_tables,
                 const Tensor& seq_lens, int max_seq_len, int partition_size = 0);
-  ~DeviceSession();
-  DeviceSession(DeviceSession&&) noexcept;
-  DeviceSession& operator=(DeviceSession&&) noexcept;
-
-  /// Runs the kernel once on the device copies; throws what gqa_decode would.
-  void launch();
-
-  /// Copies the output to `out`: [num_seqs, num_heads, head_size], query's dtype.
-  void download(Tensor& out) const;
 
   /// Returns the partition size this session's launches use (never 0).
-  int partition_size() const;
-
-  /// Runs the kernel once and returns its seconds: on CUDA measured with events on the device's
-  /// clock after flushing the L2 cache outside the timed span; on the emulator the host's clock.
-  double timed_launch();
-
-  /// The yardstick, flushed and timed like timed_launch: a read-only kernel over the key and
-  /// value caches (simt::ReadRoofline); returns its seconds.
-  double timed_read_roofline();
-
-  /// One backend's half of the session (given/backend.hpp).
-  class Impl;
+  int partition_size() const { return partition_size_; }
 
  private:
-  std::unique_ptr<Impl> impl_;
+  int partition_size_;
 };
 /// [device_session]
 

@@ -84,6 +84,14 @@ Mat run(Backend backend, const DecodeProblem& p, int partition_size = 0) {
   return pa::testing::to_mat(out, Eigen::Index{p.num_seqs()} * c.num_heads, c.head_size);
 }
 
+/// Runs the kernel with `scale` in place of the problem's own: [num_seqs * num_heads, head_size].
+Mat run_with_scale(Backend backend, const DecodeProblem& p, float scale, int partition_size) {
+  Tensor out = p.nan_out();
+  gqa_decode(backend, out, p.query, p.key_cache, p.value_cache, scale, p.block_tables, p.seq_lens,
+             p.max_seq_len, partition_size);
+  return pa::testing::to_mat(out, Eigen::Index{p.num_seqs()} * p.cfg.num_heads, p.cfg.head_size);
+}
+
 /// Expects `got` within the dtype's tolerance of `want`, naming a failing element by
 /// sequence, head and dimension.
 ::testing::AssertionResult CloseToReference(const DecodeProblem& p, const Mat& want,
@@ -404,6 +412,56 @@ TEST_P(GqaDecode, LargeLogitsStayFinite) {
   EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, 512)));
 }
 
+TEST_P(GqaDecode, AttentionSinkInTheFirstTileStaysTheMax) {
+  // Token 0's key is the sum of its group's queries, stretched until its logit is 120 for every
+  // head: more than 100 above every later token (an attention sink). Only a running max kept as
+  // max(m_run, tile max) stays finite on the later tiles, whose own maxima are near 4: a max
+  // replaced by the tile's gives alpha = e^(120 - 4), which overflows float.
+  const DecodeConfig c = config(DType::kFloat16, 64, 16, 4, 2, {200, 90});
+  Rng rng(754);
+  DecodeProblem p = make_problem(rng, c);
+  pa::testing::add_attention_sink(p, 120.0);
+  for (Eigen::Index r = 0; r < Eigen::Index{p.num_seqs()} * c.num_heads; ++r) {
+    const Vec scores = pa::testing::query_scores(p, r);
+    ASSERT_GE(scores(0), 120.0) << "query row " << r;
+    ASSERT_LT(scores.tail(scores.size() - kTileTokens).maxCoeff(), 20.0) << "query row " << r;
+  }
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, 512)));
+}
+
+TEST_P(GqaDecode, ScaleOtherThanTheDefaultIsUsed) {
+  // A model may scale its logits by something other than 1/sqrt(head_size). Twice the scale is
+  // exactly the default scale on twice the query (doubling is exact in float16), so the
+  // reference of the doubled query is the truth for scale * 2.
+  const DecodeConfig c = config(DType::kFloat16, 128, 16, 8, 2, {150, 33});
+  Rng rng(755);
+  const DecodeProblem p = make_problem(rng, c);
+  DecodeProblem doubled = p;
+  for (Eigen::Index r = 0; r < doubled.q.rows(); ++r) pa::testing::scale_query_row(doubled, r, 2.0);
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(doubled),
+                               run_with_scale(GetParam(), p, 2.0f * p.scale(), 64)));
+}
+
+TEST_P(GqaDecode, SameSessionLaunchedTwiceGivesTheSameAnswerTwice) {
+  // One DeviceSession, two launches, as a benchmark or an engine's next step does: the fused
+  // merge's arrival counters must be back at zero after the first, or the second launch's
+  // blocks count on from the first's and the wrong one merges (or none).
+  const DecodeConfig c = config(DType::kBFloat16, 64, 16, 4, 2, {300, 40, 129});
+  Rng rng(756);
+  const DecodeProblem p = make_problem(rng, c);
+  DeviceSession session(GetParam(), p.query, p.key_cache, p.value_cache, p.scale(),
+                        p.block_tables, p.seq_lens, p.max_seq_len, 64);
+  const Mat want = pa::testing::expected_decode(p);
+  const Eigen::Index rows = Eigen::Index{p.num_seqs()} * c.num_heads;
+  for (int launch = 1; launch <= 2; ++launch) {
+    SCOPED_TRACE("launch " + std::to_string(launch) + " of the same session");
+    Tensor out = p.nan_out();
+    session.launch();
+    session.download(out);
+    EXPECT_TRUE(CloseToReference(p, want, pa::testing::to_mat(out, rows, c.head_size)));
+  }
+}
+
 TEST_P(GqaDecode, OneTokenReturnsItsValueExactly) {
   // With one key the softmax is exactly [1]: out must be that token's V row, bit for bit, while
   // the 15 rows after it in the block are NaN and the tile's other 63 rows are not the
@@ -471,16 +529,19 @@ TEST_P(GqaDecode, SchedulesAgreeBitForBit) {
   // elements sit in other lanes under each. A kernel with every barrier in place that never
   // reads a fragment element by position gives the same bits every time. On a GPU: two runs
   // agree.
+  // Partitions of three tiles: from the second tile on, o is rescaled by row, which a kernel
+  // that reads fragment elements by position gets wrong, differently under each schedule.
   const DecodeConfig c = config(DType::kBFloat16, 128, 16, 12, 3, {150, 3, 77});
   Rng rng(762);
   const DecodeProblem p = make_problem(rng, c);
   const RestoreSchedule restore;
+  constexpr int kPartition = 3 * kTileTokens;
   simt::set_schedule(simt::Schedule::Forward);
-  const Mat forward = run(GetParam(), p, kTileTokens);
+  const Mat forward = run(GetParam(), p, kPartition);
   simt::set_schedule(simt::Schedule::Reverse);
-  const Mat reverse = run(GetParam(), p, kTileTokens);
+  const Mat reverse = run(GetParam(), p, kPartition);
   simt::set_schedule(simt::Schedule::Random, 2024);
-  const Mat shuffled = run(GetParam(), p, kTileTokens);
+  const Mat shuffled = run(GetParam(), p, kPartition);
   EXPECT_TRUE(BitIdentical(forward, reverse,
                            pa::testing::decode_labels(c.num_heads, "forward schedule",
                                                       "reverse schedule")));

@@ -8,6 +8,7 @@
 #include <math.h>  // the C names (expf, fmaxf, ...) in the global namespace, as CUDA has them
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 // ---- Qualifiers --------------------------------------------------------------------------
@@ -154,10 +155,51 @@ inline float max(float a, float b) {
 
 // ---- Memory ordering and atomics ---------------------------------------------------------
 // Fibers of a block switch only at barriers and warp collectives, and blocks run one after
-// another, so a read-modify-write can never be interrupted: plain code is already atomic.
+// another, so a read-modify-write can never be interrupted: plain code is already atomic. The
+// memory checker (src/checker.cpp) is told of every atomic and fence: they are how blocks
+// synchronise, and an atomic never races with another atomic.
 
-/// Orders memory accesses (a compiler barrier is enough on one OS thread).
+namespace simt {
+inline namespace emu {
+namespace detail {
+struct SourceSite;
+/// Tell the memory checker of an atomic on [p, p + bytes) at `site`, or of a __threadfence().
+void checker_atomic(const void* p, std::size_t bytes, const SourceSite& site);
+void checker_fence();
+
+// The atomics' own loads and stores are not instrumented (no_sanitize): the checker sees each
+// one as one atomic access instead.
+#define SIMT_ATOMIC_(name, update)                                                          \
+  template <class T>                                                                        \
+  __attribute__((no_sanitize("thread"))) T name(const SourceSite& site, T* address, T value) { \
+    checker_atomic(address, sizeof(T), site);                                               \
+    const T old = *address;                                                                 \
+    *address = update;                                                                      \
+    return old;                                                                             \
+  }
+SIMT_ATOMIC_(atomic_add, old + value)
+SIMT_ATOMIC_(atomic_sub, old - value)
+SIMT_ATOMIC_(atomic_max, old > value ? old : value)
+SIMT_ATOMIC_(atomic_min, old < value ? old : value)
+SIMT_ATOMIC_(atomic_exch, value)
+#undef SIMT_ATOMIC_
+
+template <class T>
+__attribute__((no_sanitize("thread"))) T atomic_cas(const SourceSite& site, T* address, T compare,
+                                                    T value) {
+  checker_atomic(address, sizeof(T), site);
+  const T old = *address;
+  if (old == compare) *address = value;
+  return old;
+}
+}  // namespace detail
+}  // namespace emu
+}  // namespace simt
+
+/// Orders memory accesses (a compiler barrier is enough on one OS thread); for the memory
+/// checker, the first half of the handshake that publishes a block's writes to later blocks.
 inline void __threadfence() {
+  ::simt::detail::checker_fence();
   asm volatile("" ::: "memory");
 }
 /// Orders memory accesses within the block.
@@ -171,40 +213,11 @@ inline T __ldg(const T* p) {
   return *p;
 }
 
-/// Each atomic* applies its operation to *address and returns the value it held before.
-template <class T>
-inline T atomicAdd(T* address, T value) {
-  const T old = *address;
-  *address = old + value;
-  return old;
-}
-template <class T>
-inline T atomicSub(T* address, T value) {
-  const T old = *address;
-  *address = old - value;
-  return old;
-}
-template <class T>
-inline T atomicMax(T* address, T value) {
-  const T old = *address;
-  *address = old > value ? old : value;
-  return old;
-}
-template <class T>
-inline T atomicMin(T* address, T value) {
-  const T old = *address;
-  *address = old < value ? old : value;
-  return old;
-}
-template <class T>
-inline T atomicExch(T* address, T value) {
-  const T old = *address;
-  *address = value;
-  return old;
-}
-template <class T>
-inline T atomicCAS(T* address, T compare, T value) {
-  const T old = *address;
-  if (old == compare) *address = value;
-  return old;
-}
+// Each atomic* applies its operation to *address and returns the value it held before; macros,
+// so that the checker can name the line.
+#define atomicAdd(...) ::simt::detail::atomic_add(SIMT_SITE_, __VA_ARGS__)
+#define atomicSub(...) ::simt::detail::atomic_sub(SIMT_SITE_, __VA_ARGS__)
+#define atomicMax(...) ::simt::detail::atomic_max(SIMT_SITE_, __VA_ARGS__)
+#define atomicMin(...) ::simt::detail::atomic_min(SIMT_SITE_, __VA_ARGS__)
+#define atomicExch(...) ::simt::detail::atomic_exch(SIMT_SITE_, __VA_ARGS__)
+#define atomicCAS(...) ::simt::detail::atomic_cas(SIMT_SITE_, __VA_ARGS__)

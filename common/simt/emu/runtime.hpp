@@ -104,6 +104,9 @@ void* device_allocate(std::size_t bytes);
 /// Releases memory from device_allocate (nullptr is fine).
 void device_free(void* p) noexcept;
 
+/// Names the device allocation that starts at p in the memory checker's messages.
+void name_device_memory(const void* p, const char* name);
+
 /// The emulator's device memory for BasicDeviceBuffer: host memory, copied with memcpy.
 struct HostMemory {
   static void* allocate(std::size_t bytes) { return device_allocate(bytes); }
@@ -115,6 +118,7 @@ struct HostMemory {
     std::memcpy(dst, src, bytes);
   }
   static void fill(void* p, unsigned char byte, std::size_t bytes) { std::memset(p, byte, bytes); }
+  static void name(const void* p, const char* name) { name_device_memory(p, name); }
 };
 
 template <class Fn>

@@ -19,7 +19,7 @@ constexpr std::size_t kStackBytes = SIMT_HAS_ASAN ? 1024 * 1024 : 256 * 1024;
 
 }  // namespace
 
-Emulator::Emulator() : stacks(kStackBytes), block(stacks) {}
+Emulator::Emulator() : stacks(kStackBytes), block(stacks, checker) {}
 
 Emulator& this_emulator() {
   thread_local Emulator emulator;
@@ -61,6 +61,7 @@ void Block::run(const KernelBody& body, uint3 index, dim3 dim, Schedule schedule
   exited_ = 0;
   aborting_ = false;
   error_ = nullptr;
+  checker_.begin_block(index);
 
   while (exited_ < n) {
     if (runnable_ == 0) {
@@ -72,11 +73,17 @@ void Block::run(const KernelBody& body, uint3 index, dim3 dim, Schedule schedule
     if (KernelThread* first = next_in_pass()) resume(*first);  // returns when the pass ends
     if (error_) fail_with_thread_error();
   }
+  checker_.end_block();
+}
+
+void Block::raise_checker_error() {
+  if (checker_.failed()) throw KernelError(checker_.take_error());
 }
 
 void Block::barrier(SourceSite site) {
   KernelThread& t = *current_;
   if (aborting_) throw AbortBlock{};
+  raise_checker_error();
   t.site = site;
   set_state(t, ThreadState::AtBarrier);
   wait(t);
@@ -100,6 +107,7 @@ void Block::run_thread() noexcept {
   if (aborting_) return;  // the block failed before this thread ever ran
   try {
     body_->invoke(body_->frame);
+    raise_checker_error();  // an access since the thread's last step into the emulator
   } catch (const AbortBlock&) {
     // Unwound on purpose: another thread's error is the one to report.
   } catch (...) {
@@ -120,6 +128,7 @@ KernelThread* Block::next_in_pass() {
 void Block::activate(KernelThread& thread) {
   current_ = &thread;
   threadIdx = thread.index;
+  checker_.set_thread(thread.linear);
   probe_->thread.store(thread.linear, std::memory_order_relaxed);
   probe_->file.store(thread.site.file, std::memory_order_relaxed);
   probe_->line.store(thread.site.line, std::memory_order_relaxed);
@@ -163,6 +172,7 @@ void Block::release_barrier_or_throw() {
   // The barrier opens only if every thread of the block waits at it: one that has exited will
   // never arrive (on a GPU that is undefined behaviour, often a hang).
   if (first != nullptr && one_site && !in_warp && exited_ == 0) {
+    checker_.barrier();
     for (KernelThread& t : threads_) t.state = ThreadState::Runnable;
     runnable_ = static_cast<unsigned>(threads_.size());
     return;

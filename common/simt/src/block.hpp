@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "checker.hpp"
 #include "fiber.hpp"
 #include "random.hpp"
 #include "simt/emu/runtime.hpp"
@@ -70,7 +71,7 @@ struct AbortBlock {};
 
 class Block {
  public:
-  explicit Block(StackPool& stacks) : stacks_(stacks) {}
+  Block(StackPool& stacks, Checker& checker) : stacks_(stacks), checker_(checker) {}
 
   /// Runs block `index` (of `dim` threads) to the end; rethrows the first exception a kernel
   /// thread throws and throws KernelError when the block cannot go on.
@@ -92,6 +93,9 @@ class Block {
 
   /// The running thread meets its whole warp in the wmma collective `op` (see wmma.cpp).
   void wmma(WarpOp op, const WmmaCall& call, SourceSite site);
+
+  /// Throws the memory checker's report, if it has one, in the running thread.
+  void raise_checker_error();
 
   /// Lands the running thread's asynchronous copies of every group before `group` (pipeline.cpp).
   void land_copies(KernelThread& thread, std::uint32_t group);
@@ -131,6 +135,7 @@ class Block {
   std::string describe_stall() const;
 
   StackPool& stacks_;
+  Checker& checker_;
   Fiber scheduler_;  // the OS thread's own context, where run() waits while a pass runs
   const KernelBody* body_ = nullptr;
   LaunchProbe* probe_ = nullptr;
@@ -159,6 +164,7 @@ inline bool same_collective(const KernelThread& a, const KernelThread& b) {
 struct Emulator {
   Emulator();
   StackPool stacks;
+  Checker checker;
   Block block;
   bool launching = false;                   // inside simt::launch
   unsigned char* dynamic_shared = nullptr;  // the launch's dynamic shared memory

@@ -64,14 +64,14 @@ void check_configuration(dim3 grid, dim3 block, std::size_t shared_bytes,
   }
 }
 
-// The launch's dynamic shared memory: an allocation of exactly the requested size, so that
-// AddressSanitizer reports a read one byte past it.
+// The launch's dynamic shared memory: an allocation of exactly the requested size, with a
+// guard page before it in the memory checker's arena (or, under AddressSanitizer, on the heap,
+// whose red zones ASan watches), so that an access one byte past either end is reported.
 class DynamicShared {
  public:
-  explicit DynamicShared(std::size_t bytes) {
-    if (posix_memalign(reinterpret_cast<void**>(&data_), 16, bytes) != 0) throw std::bad_alloc();
-  }
-  ~DynamicShared() { std::free(data_); }
+  explicit DynamicShared(std::size_t bytes)
+      : data_(static_cast<unsigned char*>(checked_allocate(bytes, Region::DynamicShared))) {}
+  ~DynamicShared() { checked_free(data_); }
   DynamicShared(const DynamicShared&) = delete;
   DynamicShared& operator=(const DynamicShared&) = delete;
   unsigned char* data() const { return data_; }
@@ -89,6 +89,7 @@ class Launching {
     launching_emulator = &emulator_;
   }
   ~Launching() {
+    emulator_.checker.end_launch();
     emulator_.launching = false;
     emulator_.dynamic_shared = nullptr;
     launching_emulator = nullptr;
@@ -141,6 +142,8 @@ void run_grid(const KernelBody& body, const void* kernel, dim3 grid, dim3 block,
   LaunchProbe probe;
   const WatchdogScope watchdog(probe, settings.watchdog_seconds);
   const Launching launching(emulator, shared.data());
+  emulator.checker.begin_launch(kernel, block.x * block.y * block.z, shared.data(),
+                                dynamic_shared_bytes);
   gridDim = grid;
   blockDim = block;
   emulator.block.use_wmma_mapping(settings.schedule);
@@ -190,15 +193,11 @@ void set_dynamic_shared_limit(const void* kernel, std::size_t bytes) {
 }
 
 void* device_allocate(std::size_t bytes) {
-  if (bytes == 0) return nullptr;
-  void* p = nullptr;
-  // 256-byte alignment, as cudaMalloc guarantees; the size stays exact.
-  if (posix_memalign(&p, 256, bytes) != 0) throw std::bad_alloc();
-  return p;
+  return checked_allocate(bytes, Region::Global);
 }
 
 void device_free(void* p) noexcept {
-  std::free(p);
+  checked_free(p);
 }
 
 }  // namespace simt::inline emu::detail

@@ -21,6 +21,7 @@ KernelThread& running_thread(const char* what, SourceSite site) {
     throw KernelError(std::string("simt: ") + what + " at " + site_text(site) +
                       " was called outside a kernel thread");
   }
+  emulator->block.raise_checker_error();
   return *emulator->block.running();
 }
 
@@ -68,6 +69,7 @@ void pipeline_memcpy_async(SourceSite site, void* dst, const void* src, std::siz
   copy.site = site;
   const std::size_t copied = size - zfill;
   checker_async_started(src, copied, dst, size, site);
+  launching_emulator->block.raise_checker_error();
   if (copied > 0) std::memcpy(copy.bytes, src, copied);
   thread.copies.push_back(copy);
 }

@@ -66,6 +66,7 @@ std::uint64_t Block::collective(WarpOp op, unsigned mask, std::uint64_t value, i
                                 int width, SourceSite site) {
   KernelThread& t = *current_;
   if (aborting_) throw AbortBlock{};
+  raise_checker_error();
   t.op = op;
   t.mask = mask;
   t.value = value;
@@ -165,6 +166,7 @@ void Block::check_one_collective(unsigned warp, const KernelThread& arriving) {
 void Block::complete(unsigned warp, const KernelThread& arriving) {
   const unsigned mask = arriving.mask;
   check_one_collective(warp, arriving);
+  checker_.warp_sync(warp, mask, warps_[warp].exist);  // before a wmma call's own accesses
 
   // Compute every result before releasing anyone, so an error leaves no lane half-done.
   std::uint64_t results[32] = {};

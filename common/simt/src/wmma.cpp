@@ -230,6 +230,7 @@ WmmaStage& Block::wmma_stage(unsigned warp) {
 void Block::wmma(WarpOp op, const WmmaCall& call, SourceSite site) {
   KernelThread& t = *current_;
   if (aborting_) throw AbortBlock{};
+  raise_checker_error();
   t.op = op;
   t.mask = 0xffffffffu;  // always the whole warp
   t.value = 0;
@@ -353,6 +354,13 @@ void Block::complete_wmma(unsigned warp, const KernelThread& arriving) {
   const int per_lane = wmma_elements_per_lane(call.use, call.element);
   const auto& map = wmma_mapping_.table(call.use, per_lane);
   const auto bytes = static_cast<std::size_t>(size);
+  // The memory checker sees the tile as accessed by the whole warp, row by row (column by
+  // column), before anything moves.
+  for (unsigned line = 0; line < kWmmaTile; ++line) {
+    checker_.warp_access(base + static_cast<std::size_t>(line) * call.ldm * bytes,
+                         kWmmaTile * bytes, op == WarpOp::WmmaStore, warp, arriving.site);
+  }
+  raise_checker_error();
   for_each_slot(map, static_cast<std::size_t>(per_lane),
                 [&](unsigned lane, std::size_t i, unsigned entry) {
                   unsigned char* memory =

@@ -1,8 +1,6 @@
 // Lab 05, given: the public functions of paged_attention_v1.hpp. Each checks its arguments on
 // the host copies (a kernel that reads past a block table cannot say so, it reads someone
 // else's memory) and hands them to the backend's launchers.
-#include <utility>
-
 #include "given/backend.hpp"
 #include "given/checks.hpp"
 
@@ -10,8 +8,8 @@ namespace pa::cuda_v1 {
 namespace {
 
 const Launchers& launchers(Backend backend, const char* function) {
-  return pick_backend<Launchers>(backend, emu::launchers(), PA_CUDA_BACKEND_OR_NULL(cuda::launchers()),
-                      function);
+  return pick_backend<Launchers>(backend, emu::launchers(),
+                                 PA_CUDA_BACKEND_OR_NULL(cuda::launchers()), function);
 }
 
 }  // namespace
@@ -28,8 +26,9 @@ void paged_attention_v1(Backend backend, Tensor& out, const Tensor& query, const
                         const Tensor& value_cache, int num_kv_heads, float scale,
                         const Tensor& block_tables, const Tensor& seq_lens, int block_size,
                         int max_seq_len) {
-  const AttentionArgs args{query,        key_cache, value_cache, num_kv_heads, scale,
-                           block_tables, seq_lens,  block_size,  max_seq_len};
+  const AttentionArgs args{{query, key_cache, value_cache, num_kv_heads, block_tables, seq_lens,
+                            block_size, max_seq_len},
+                           scale};
   checks::attention("paged_attention_v1", args);
   checks::out_like_query("paged_attention_v1", out, query);
   if (query.size(0) == 0) return;
@@ -44,41 +43,18 @@ int v1_max_seq_len(Backend backend, DType dtype, int head_size, int block_size) 
 }
 
 bool cuda_device_present() {
-#if PA_HAVE_CUDA_BACKEND
-  return cuda::launchers().device_count() > 0;
-#else
-  return false;
-#endif
+  return has_cuda_device<Launchers>(PA_CUDA_BACKEND_OR_NULL(cuda::launchers()));
 }
 
 DeviceSession::DeviceSession(Backend backend, const Tensor& query, const Tensor& key_cache,
                              const Tensor& value_cache, int num_kv_heads, float scale,
                              const Tensor& block_tables, const Tensor& seq_lens, int block_size,
                              int max_seq_len) {
-  const AttentionArgs args{query,        key_cache, value_cache, num_kv_heads, scale,
-                           block_tables, seq_lens,  block_size,  max_seq_len};
+  const AttentionArgs args{{query, key_cache, value_cache, num_kv_heads, block_tables, seq_lens,
+                            block_size, max_seq_len},
+                           scale};
   checks::attention("DeviceSession", args);
-  impl_ = launchers(backend, "DeviceSession").open_session(args);
-}
-
-DeviceSession::~DeviceSession() = default;
-DeviceSession::DeviceSession(DeviceSession&&) noexcept = default;
-DeviceSession& DeviceSession::operator=(DeviceSession&&) noexcept = default;
-
-void DeviceSession::launch() {
-  impl_->launch();
-}
-void DeviceSession::download(Tensor& out) const {
-  impl_->download(out);
-}
-double DeviceSession::timed_launch() {
-  return impl_->timed_launch();
-}
-double DeviceSession::timed_read_roofline() {
-  return impl_->timed_read_roofline();
-}
-double DeviceSession::timed_cache_copy() {
-  return impl_->timed_cache_copy();
+  open(launchers(backend, "DeviceSession").open_session(args));
 }
 
 }  // namespace pa::cuda_v1

@@ -27,13 +27,9 @@ inline void kernel_config(const ArgCheck& check, DType dtype, std::int64_t head_
 inline void reshape_and_cache(const Tensor& key, const Tensor& value, const Tensor& key_cache,
                               const Tensor& value_cache, const Tensor& slot_mapping) {
   const ArgCheck check("reshape_and_cache");
-  rank_is(check, "key", key, 3, "[num_tokens, num_kv_heads, head_size]");
-  check.that(is_floating(key.dtype()), "key.dtype", "float32, float16 or bfloat16",
-             dtype_name(key.dtype()));
+  new_keys_and_values(check, key, value);
   const std::int64_t num_tokens = key.size(0), num_kv_heads = key.size(1);
   const std::int64_t head_size = key.size(2);
-  dtype_is(check, "value", value, key.dtype(), "the dtype of key");
-  shape_is(check, "value", value, key.shape(), "the shape of key");
 
   const int x = x_of(key.dtype());
   check.multiple_of("head_size (key.shape[2])", head_size, x,
@@ -55,11 +51,7 @@ inline void reshape_and_cache(const Tensor& key, const Tensor& value, const Tens
 /// Checks the operands of an attention call (common/pa/decode_checks.hpp: the rules every lab
 /// over these caches shares); `function` prefixes the messages.
 inline void attention(const char* function, const AttentionArgs& args) {
-  check_v0_decode_operands(ArgCheck(function),
-                           V0DecodeOperands{args.query, args.key_cache, args.value_cache,
-                                            args.num_kv_heads, args.block_tables, args.seq_lens,
-                                            args.block_size, args.max_seq_len},
-                           kSupportedHeadSizes, kSupportedBlockSizes);
+  check_v0_decode_operands(ArgCheck(function), args, kSupportedHeadSizes, kSupportedBlockSizes);
 }
 
 /// Checks that `out` has query's dtype and shape.

@@ -16,6 +16,7 @@
 #include "given/backend.hpp"
 #include "given/checks.hpp"
 #include "given/kernel_support.cuh"
+#include "pa/device_session.cuh"
 #include "pa/device_tensors.cuh"
 #include "simt/timing.hpp"
 
@@ -23,13 +24,6 @@
 
 namespace pa::cuda_v1::SIMT_BACKEND {
 namespace {
-
-using pa::device::as_elements;
-using pa::device::bytes_to_device;
-using pa::device::to_device;
-using pa::device::to_host;
-using pa::device::with_one_of;
-using pa::device::with_scalar_t;
 
 /// One instantiation of the attention kernel: element type, head size and block size.
 template <typename T, int HEAD, int BLOCK>
@@ -73,36 +67,18 @@ int tokens_within(std::size_t limit_bytes, int block_size) {
 }
 
 /// [launcher]
-/// paged_attention_v1's operands in this backend's device memory, and the launch on them.
-class Session final : public DeviceSession::Impl {
+/// paged_attention_v1's operands in this backend's device memory (SessionBase), and the launch
+/// on them.
+class Session final : public SessionBase {
  public:
-  /// Copies the operands to the device; api.cpp has run checks::attention on them.
+  /// Copies the operands to the device; api.cpp has run checks::attention on them, and
+  /// open_session has made sure the context fits.
   explicit Session(const AttentionArgs& a)
-      : dtype_(a.query.dtype()),
-        out_shape_(a.query.shape()),
-        num_seqs_(static_cast<int>(a.query.size(0))),
-        num_heads_(static_cast<int>(a.query.size(1))),
-        head_size_(static_cast<int>(a.query.size(2))),
+      : SessionBase(a),
         num_kv_heads_(a.num_kv_heads),
         block_size_(a.block_size),
-        max_num_blocks_per_seq_(static_cast<int>(a.block_tables.size(1))),
         max_seq_len_(a.max_seq_len),
-        scale_(a.scale) {
-    // Shared memory holds every logit of the longest sequence: refuse what the device cannot
-    // hold before anything is copied.
-    with_v1_config(dtype_, head_size_, block_size_, [&](auto config) {
-      const std::size_t limit = v1_shared_mem_limit<decltype(config)>();
-      checks::context_fits(max_seq_len_, tokens_within(limit, block_size_), limit,
-                           SIMT_BACKEND_NAME);
-    });
-    query_ = bytes_to_device(a.query);              // [num_seqs, num_heads, head_size]
-    key_cache_ = bytes_to_device(a.key_cache);      // [blocks, kv_heads, head/x, block, x]
-    value_cache_ = bytes_to_device(a.value_cache);  // [blocks, kv_heads, head, block]
-    block_tables_ = to_device<std::int32_t>(a.block_tables);     // [num_seqs, max_blocks_per_seq]
-    seq_lens_ = to_device<std::int32_t>(a.seq_lens);             // [num_seqs]
-    out_ = simt::DeviceBuffer<unsigned char>(a.query.nbytes());  // [num_seqs, heads, head_size]
-    out_.fill_bytes(0xFF);  // NaN: an element the kernel forgets to write cannot pass
-  }
+        scale_(a.scale) {}
 
   void launch() override {
     if (num_seqs_ == 0) return;
@@ -125,34 +101,13 @@ class Session final : public DeviceSession::Impl {
     });
   }
 
-  void download(Tensor& out) const override {
-    const ArgCheck check("DeviceSession::download");
-    dtype_is(check, "out", out, dtype_, "the dtype of query");
-    shape_is(check, "out", out, out_shape_, "the shape of query");
-    out_.download(static_cast<unsigned char*>(out.data()), out.nbytes());
-  }
-
-  double timed_launch() override { return timing_.launch([&] { launch(); }); }
-  double timed_read_roofline() override { return timing_.read_roofline(cache_spans()); }
-  double timed_cache_copy() override { return timing_.cache_copy(cache_spans()); }
-
  private:
-  std::vector<simt::DeviceSpan> cache_spans() const {
-    return {{key_cache_.data(), key_cache_.size()}, {value_cache_.data(), value_cache_.size()}};
-  }
-
-  DType dtype_;
-  std::vector<std::int64_t> out_shape_;
-  int num_seqs_, num_heads_, head_size_, num_kv_heads_, block_size_;
-  int max_num_blocks_per_seq_, max_seq_len_;
+  int num_kv_heads_, block_size_, max_seq_len_;
   float scale_;
-  simt::DeviceBuffer<unsigned char> query_, key_cache_, value_cache_, out_;  // bytes of dtype_
-  simt::DeviceBuffer<std::int32_t> block_tables_, seq_lens_;
-  simt::SessionTiming timing_;
 };
 /// [launcher]
 
-class BackendLaunchers final : public Launchers {
+class BackendLaunchers final : public BackendLaunchersBase<Launchers, Session> {
  public:
   /// [reshape_and_cache]
   void reshape_and_cache(const Tensor& key, const Tensor& value, Tensor& key_cache,
@@ -180,8 +135,16 @@ class BackendLaunchers final : public Launchers {
   }
   /// [reshape_and_cache]
 
-  std::unique_ptr<DeviceSession::Impl> open_session(const AttentionArgs& args) const override {
-    return std::make_unique<Session>(args);
+  std::unique_ptr<SessionImpl> open_session(const AttentionArgs& args) const override {
+    // Shared memory holds every logit of the longest sequence: refuse what the device cannot
+    // hold before anything is copied.
+    with_v1_config(args.query.dtype(), static_cast<int>(args.query.size(2)), args.block_size,
+                   [&](auto config) {
+                     const std::size_t limit = v1_shared_mem_limit<decltype(config)>();
+                     checks::context_fits(args.max_seq_len, tokens_within(limit, args.block_size),
+                                          limit, SIMT_BACKEND_NAME);
+                   });
+    return BackendLaunchersBase::open_session(args);
   }
 
   int max_seq_len(DType dtype, int head_size, int block_size) const override {
@@ -191,8 +154,6 @@ class BackendLaunchers final : public Launchers {
     });
     return tokens;
   }
-
-  int device_count() const override { return simt::cuda_device_count(); }
 };
 
 }  // namespace

@@ -1,63 +1,39 @@
 // Lab 06, given: what one backend's build of the kernels offers the host. given/launchers.cpp
 // is compiled once per backend (namespaces emu and cuda) and implements Launchers there;
-// given/api.cpp picks one per call. Plain C++: no CUDA in sight.
+// given/api.cpp picks one per call (the session layer: common/pa/device_session.hpp). Plain
+// C++: no CUDA in sight.
 #pragma once
 
-#include <memory>
-
+#include "pa/decode_checks.hpp"
 #include "paged_attention_v2.hpp"
 
 namespace pa::cuda_v2 {
 
-/// The operands of one attention call, everything but the output and the scratch (checked by
-/// checks::attention).
-struct AttentionArgs {
-  const Tensor& query;        // [num_seqs, num_heads, head_size]
-  const Tensor& key_cache;    // [num_blocks, num_kv_heads, head_size / x, block_size, x]
-  const Tensor& value_cache;  // [num_blocks, num_kv_heads, head_size, block_size]
-  int num_kv_heads;
+/// The operands of one attention call, everything but the output and the scratch: what every
+/// decode over the V0 caches reads (pa::V0DecodeOperands: query, caches, num_kv_heads, block
+/// tables, sequence lengths, block_size, max_seq_len), the scale and the partition size.
+/// Checked by checks::attention.
+struct AttentionArgs : V0DecodeOperands {
   float scale;
-  const Tensor& block_tables;  // [num_seqs, max_num_blocks_per_seq] int32
-  const Tensor& seq_lens;      // [num_seqs] int32
-  int block_size;
-  int max_seq_len;
   int partition_size;
 };
 
-/// The operands, the output and the scratch in one backend's device memory, and the launches.
-class DeviceSession::Impl {
+/// One backend's build of the kernels and their host launchers: sessions over AttentionArgs,
+/// with NaN output and scratch, and the call itself.
+class Launchers : public SessionLaunchers<AttentionArgs> {
  public:
-  virtual ~Impl() = default;
-  virtual void launch() = 0;
-  virtual void download(Tensor& out) const = 0;
-  /// Overwrites the device scratch with the caller's (checked) tensors, so that entries the
-  /// kernels must not write keep whatever the caller put there.
-  virtual void upload_scratch(const Tensor& exp_sums, const Tensor& max_logits,
-                              const Tensor& tmp_out) = 0;
-  /// Copies the device scratch back into the caller's tensors.
-  virtual void download_scratch(Tensor& exp_sums, Tensor& max_logits, Tensor& tmp_out) const = 0;
-  virtual double timed_launch() = 0;
-  virtual double timed_read_roofline() = 0;
-  virtual double timed_cache_copy() = 0;
-};
-
-/// One backend's build of the kernels and their host launchers.
-class Launchers {
- public:
-  virtual ~Launchers() = default;
-  /// Copies checked operands to device memory, with NaN output and scratch.
-  virtual std::unique_ptr<DeviceSession::Impl> open_session(const AttentionArgs& args) const = 0;
-  /// CUDA devices this backend sees (the emulator: 0).
-  virtual int device_count() const = 0;
+  /// paged_attention_v2 on checked arguments with at least one sequence: the caller's scratch
+  /// goes to the device first, so that entries the kernels must not write keep what the caller
+  /// put there, and comes back with the output.
+  virtual void paged_attention_v2(const AttentionArgs& args, Tensor& out, Tensor& exp_sums,
+                                  Tensor& max_logits, Tensor& tmp_out) const = 0;
 };
 
 namespace emu {
 const Launchers& launchers();
 }
-#if PA_HAVE_CUDA_BACKEND
 namespace cuda {
-const Launchers& launchers();
+const Launchers& launchers();  // defined in builds with the CUDA backend only
 }
-#endif
 
 }  // namespace pa::cuda_v2

@@ -39,10 +39,7 @@ inline constexpr int kMaxGridYZ = 65535;
 /// `function` prefixes the messages.
 inline void attention(const char* function, const AttentionArgs& args) {
   const ArgCheck check(function);
-  check_v0_decode_operands(check,
-                           {args.query, args.key_cache, args.value_cache, args.num_kv_heads,
-                            args.block_tables, args.seq_lens, args.block_size, args.max_seq_len},
-                           kSupportedHeadSizes, kSupportedBlockSizes);
+  check_v0_decode_operands(check, args, kSupportedHeadSizes, kSupportedBlockSizes);
   partition_size(check, args.partition_size, args.block_size);
   check.at_most("num_seqs (query.shape[0])", args.query.size(0), kMaxGridYZ,
                 "gridDim.y's limit on a CUDA device");

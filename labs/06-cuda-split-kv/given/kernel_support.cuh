@@ -8,20 +8,12 @@
 #include "paged_attention_v2.hpp"
 
 namespace pa::cuda_v2::SIMT_BACKEND {
-namespace {
-// Declarations, not a using-directive: they hide pa::Vec (the host's Eigen vector) in here.
-using pa::device::ceil_div;
-using pa::device::dot;
-using pa::device::from_float;
-using pa::device::FULL_MASK;
-using pa::device::imax;
-using pa::device::imin;
-using pa::device::throw_if_todo;
-using pa::device::to_float;
+// Every helper of pa/device_helpers.cuh (and of the launchers' pa/device_tensors.cuh) by its
+// plain name. Vec by a declaration as well: the directive alone meets the host's pa::Vec (an
+// Eigen vector) one namespace up, where Vec would be ambiguous.
+using namespace pa::device;
 using pa::device::Vec;
-using pa::device::WARP_SIZE;
 static_assert(WARP_SIZE == kWarpSize, "the API's warp size is the device's");
-}  // namespace
 }  // namespace pa::cuda_v2::SIMT_BACKEND
 
 #include "given/decode_pieces.cuh"

@@ -16,6 +16,7 @@
 #include "given/backend.hpp"
 #include "given/checks.hpp"
 #include "given/kernel_support.cuh"
+#include "pa/device_session.cuh"
 #include "pa/device_tensors.cuh"
 
 #include "simt/timing.hpp"
@@ -24,13 +25,6 @@
 
 namespace pa::cuda_v2::SIMT_BACKEND {
 namespace {
-
-using pa::device::as_elements;
-using pa::device::bytes_to_device;
-using pa::device::nan_floats;
-using pa::device::to_device;
-using pa::device::with_one_of;
-using pa::device::with_scalar_t;
 
 /// One instantiation of the kernels: element type, head size, block size and partition size.
 template <typename T, int HEAD, int BLOCK, int PARTITION>
@@ -63,36 +57,29 @@ static_assert(v2_shared_mem_bytes(256, 512) <= 48 * 1024,
               "the largest instantiation stays within the 48 KiB every device grants by default");
 
 /// [launcher]
-/// paged_attention_v2's operands, output and scratch in this backend's device memory, and the
-/// two launches on them.
-class Session final : public DeviceSession::Impl {
+/// paged_attention_v2's operands in this backend's device memory (SessionBase), its scratch, and
+/// the two launches on them.
+class Session final : public SessionBase {
  public:
   /// Copies the operands to the device; api.cpp has run checks::attention on them.
   explicit Session(const AttentionArgs& a)
-      : dtype_(a.query.dtype()),
-        out_shape_(a.query.shape()),
-        num_seqs_(static_cast<int>(a.query.size(0))),
-        num_heads_(static_cast<int>(a.query.size(1))),
-        head_size_(static_cast<int>(a.query.size(2))),
+      : SessionBase(a),
         num_kv_heads_(a.num_kv_heads),
         block_size_(a.block_size),
-        max_num_blocks_per_seq_(static_cast<int>(a.block_tables.size(1))),
         partition_size_(a.partition_size),
         max_num_partitions_(v2_max_num_partitions(a.max_seq_len, a.partition_size)),
         scale_(a.scale) {
-    query_ = bytes_to_device(a.query);              // [num_seqs, num_heads, head_size]
-    key_cache_ = bytes_to_device(a.key_cache);      // [blocks, kv_heads, head/x, block, x]
-    value_cache_ = bytes_to_device(a.value_cache);  // [blocks, kv_heads, head, block]
-    block_tables_ = to_device<std::int32_t>(a.block_tables);     // [num_seqs, max_blocks_per_seq]
-    seq_lens_ = to_device<std::int32_t>(a.seq_lens);             // [num_seqs]
-    out_ = simt::DeviceBuffer<unsigned char>(a.query.nbytes());  // [num_seqs, heads, head_size]
-    out_.fill_bytes(0xFF);  // NaN: an element the kernels forget to write cannot pass
     const std::size_t partials = static_cast<std::size_t>(num_seqs_) *
                                  static_cast<std::size_t>(num_heads_) *
                                  static_cast<std::size_t>(max_num_partitions_);
     exp_sums_ = nan_floats(partials);    // [num_seqs, num_heads, max_num_partitions]
     max_logits_ = nan_floats(partials);  // [num_seqs, num_heads, max_num_partitions]
     tmp_out_ = nan_floats(partials * static_cast<std::size_t>(head_size_));  // [.., head_size]
+    // The names the emulator's memory checker gives an access past these buffers' ends
+    // (SessionBase names the operands).
+    exp_sums_.set_name("exp_sums");
+    max_logits_.set_name("max_logits");
+    tmp_out_.set_name("tmp_out");
   }
 
   void launch() override {
@@ -124,54 +111,37 @@ class Session final : public DeviceSession::Impl {
     });
   }
 
-  void download(Tensor& out) const override {
-    const ArgCheck check("DeviceSession::download");
-    dtype_is(check, "out", out, dtype_, "the dtype of query");
-    shape_is(check, "out", out, out_shape_, "the shape of query");
-    out_.download(static_cast<unsigned char*>(out.data()), out.nbytes());
-  }
-
-  void upload_scratch(const Tensor& exp_sums, const Tensor& max_logits,
-                      const Tensor& tmp_out) override {
+  /// Overwrites the device scratch with the caller's (checked) tensors.
+  void upload_scratch(const Tensor& exp_sums, const Tensor& max_logits, const Tensor& tmp_out) {
     exp_sums_.upload(exp_sums.data_as<float>(), exp_sums_.size());
     max_logits_.upload(max_logits.data_as<float>(), max_logits_.size());
     tmp_out_.upload(tmp_out.data_as<float>(), tmp_out_.size());
   }
 
-  void download_scratch(Tensor& exp_sums, Tensor& max_logits, Tensor& tmp_out) const override {
+  /// Copies the device scratch back into the caller's tensors.
+  void download_scratch(Tensor& exp_sums, Tensor& max_logits, Tensor& tmp_out) const {
     exp_sums_.download(exp_sums.data_as<float>(), exp_sums_.size());
     max_logits_.download(max_logits.data_as<float>(), max_logits_.size());
     tmp_out_.download(tmp_out.data_as<float>(), tmp_out_.size());
   }
 
-  double timed_launch() override { return timing_.launch([&] { launch(); }); }
-  double timed_read_roofline() override { return timing_.read_roofline(cache_spans()); }
-  double timed_cache_copy() override { return timing_.cache_copy(cache_spans()); }
-
  private:
-  std::vector<simt::DeviceSpan> cache_spans() const {
-    return {{key_cache_.data(), key_cache_.size()}, {value_cache_.data(), value_cache_.size()}};
-  }
-
-  DType dtype_;
-  std::vector<std::int64_t> out_shape_;
-  int num_seqs_, num_heads_, head_size_, num_kv_heads_, block_size_;
-  int max_num_blocks_per_seq_, partition_size_, max_num_partitions_;
+  int num_kv_heads_, block_size_, partition_size_, max_num_partitions_;
   float scale_;
-  simt::DeviceBuffer<unsigned char> query_, key_cache_, value_cache_, out_;  // bytes of dtype_
-  simt::DeviceBuffer<std::int32_t> block_tables_, seq_lens_;
   simt::DeviceBuffer<float> exp_sums_, max_logits_, tmp_out_;
-  simt::SessionTiming timing_;
 };
 /// [launcher]
 
-class BackendLaunchers final : public Launchers {
+class BackendLaunchers final : public BackendLaunchersBase<Launchers, Session> {
  public:
-  std::unique_ptr<DeviceSession::Impl> open_session(const AttentionArgs& args) const override {
-    return std::make_unique<Session>(args);
+  void paged_attention_v2(const AttentionArgs& args, Tensor& out, Tensor& exp_sums,
+                          Tensor& max_logits, Tensor& tmp_out) const override {
+    Session session(args);
+    session.upload_scratch(exp_sums, max_logits, tmp_out);
+    session.launch();
+    session.download(out);
+    session.download_scratch(exp_sums, max_logits, tmp_out);
   }
-
-  int device_count() const override { return simt::cuda_device_count(); }
 };
 
 }  // namespace

@@ -25,9 +25,9 @@ void reshape_and_cache_flash(Backend backend, const Tensor& key, const Tensor& v
 void gqa_decode(Backend backend, Tensor& out, const Tensor& query, const Tensor& key_cache,
                 const Tensor& value_cache, float scale, const Tensor& block_tables,
                 const Tensor& seq_lens, int max_seq_len, int partition_size) {
-  const DecodeArgs args{query,    key_cache,   value_cache,   scale,
-                        block_tables, seq_lens, max_seq_len, partition_size};
-  checks::decode("gqa_decode", args);
+  DecodeArgs args{query,    key_cache,   value_cache,   scale,
+                  block_tables, seq_lens, max_seq_len, partition_size};
+  args.partition_size = checks::decode("gqa_decode", args);
   checks::out_like_query("gqa_decode", out, query);
   if (query.size(0) == 0) return;
   auto session = launchers(backend, "gqa_decode").open_session(args);
@@ -36,40 +36,16 @@ void gqa_decode(Backend backend, Tensor& out, const Tensor& query, const Tensor&
 }
 
 bool cuda_device_present() {
-#if PA_HAVE_CUDA_BACKEND
-  return cuda::launchers().device_count() > 0;
-#else
-  return false;
-#endif
+  return has_cuda_device<Launchers>(PA_CUDA_BACKEND_OR_NULL(cuda::launchers()));
 }
 
 DeviceSession::DeviceSession(Backend backend, const Tensor& query, const Tensor& key_cache,
                              const Tensor& value_cache, float scale, const Tensor& block_tables,
                              const Tensor& seq_lens, int max_seq_len, int partition_size) {
-  const DecodeArgs args{query,    key_cache,   value_cache,   scale,
-                        block_tables, seq_lens, max_seq_len, partition_size};
-  checks::decode("DeviceSession", args);
-  impl_ = launchers(backend, "DeviceSession").open_session(args);
-}
-
-DeviceSession::~DeviceSession() = default;
-DeviceSession::DeviceSession(DeviceSession&&) noexcept = default;
-DeviceSession& DeviceSession::operator=(DeviceSession&&) noexcept = default;
-
-void DeviceSession::launch() {
-  impl_->launch();
-}
-void DeviceSession::download(Tensor& out) const {
-  impl_->download(out);
-}
-int DeviceSession::partition_size() const {
-  return impl_->partition_size();
-}
-double DeviceSession::timed_launch() {
-  return impl_->timed_launch();
-}
-double DeviceSession::timed_read_roofline() {
-  return impl_->timed_read_roofline();
+  DecodeArgs args{query,    key_cache,   value_cache,   scale,
+                  block_tables, seq_lens, max_seq_len, partition_size};
+  partition_size_ = args.partition_size = checks::decode("DeviceSession", args);
+  open(launchers(backend, "DeviceSession").open_session(args));
 }
 
 }  // namespace pa::cuda_gqa

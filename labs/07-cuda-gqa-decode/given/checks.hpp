@@ -28,13 +28,9 @@ inline void reshape_and_cache_flash(const Tensor& key, const Tensor& value,
                                     const Tensor& key_cache, const Tensor& value_cache,
                                     const Tensor& slot_mapping) {
   const ArgCheck check("reshape_and_cache_flash");
-  rank_is(check, "key", key, 3, "[num_tokens, num_kv_heads, head_size]");
-  check.that(is_floating(key.dtype()), "key.dtype", "float32, float16 or bfloat16",
-             dtype_name(key.dtype()));
+  new_keys_and_values(check, key, value);
   const std::int64_t num_tokens = key.size(0), num_kv_heads = key.size(1);
   const std::int64_t head_size = key.size(2);
-  dtype_is(check, "value", value, key.dtype(), "the dtype of key");
-  shape_is(check, "value", value, key.shape(), "the shape of key");
 
   flash_rank(check, "key_cache", key_cache);
   dtype_is(check, "key_cache", key_cache, key.dtype(), "the dtype of key");
@@ -52,8 +48,9 @@ inline void reshape_and_cache_flash(const Tensor& key, const Tensor& value,
 /// the flash layout for both caches, a group of at most kMaxGroupSize query heads per kv head,
 /// int32 block tables, 1 <= seq_len <= min(max_seq_len, the table's capacity), every block a
 /// sequence reads inside the cache, and a partition size that is 0 or whole tiles.
-/// `function` prefixes the messages.
-inline void decode(const char* function, const DecodeArgs& args) {
+/// `function` prefixes the messages. Returns the partition size the launch uses: args'
+/// partition_size, or default_partition_size for 0 (worked out here, once).
+inline int decode(const char* function, const DecodeArgs& args) {
   const ArgCheck check(function);
   const Tensor& query = args.query;
   rank_is(check, "query", query, 3, "[num_seqs, num_heads, head_size]");
@@ -101,16 +98,17 @@ inline void decode(const char* function, const DecodeArgs& args) {
     check.multiple_of("partition_size", args.partition_size, kTileTokens,
                       "kTileTokens (or 0 for the default)");
   }
-  const std::int64_t partition_size =
+  const int partition_size =
       args.partition_size != 0
           ? args.partition_size
           : default_partition_size(static_cast<int>(num_seqs), static_cast<int>(num_kv_heads),
                                    args.max_seq_len);
   check.at_most("ceil(max_seq_len / partition_size)",
-                (args.max_seq_len + partition_size - 1) / partition_size, 65535,
+                (std::int64_t{args.max_seq_len} + partition_size - 1) / partition_size, 65535,
                 "a grid's z extent: choose a larger partition_size");
 
   sequences_in_cache(check, block_tables, seq_lens, block_size, num_blocks, args.max_seq_len);
+  return partition_size;
 }
 
 /// Checks that `out` has query's dtype and shape.

@@ -16,6 +16,7 @@
 #include "given/backend.hpp"
 #include "given/checks.hpp"
 #include "given/kernel_support.cuh"
+#include "pa/device_session.cuh"
 #include "pa/device_tensors.cuh"
 #include "simt/timing.hpp"
 
@@ -23,14 +24,6 @@
 
 namespace pa::cuda_gqa::SIMT_BACKEND {
 namespace {
-
-using pa::device::as_elements;
-using pa::device::bytes_to_device;
-using pa::device::to_device;
-using pa::device::to_host;
-using pa::device::with_16bit_t;
-using pa::device::with_one_of;
-using pa::device::with_scalar_t;
 
 /// One instantiation of the decode kernel: element type, head size and block size.
 template <typename T, int HEAD, int BLOCK>
@@ -55,42 +48,33 @@ void with_decode_config(DType dtype, int head_size, int block_size, F&& f) {
 }
 
 /// [launcher]
-/// gqa_decode's operands in this backend's device memory, and the launch on them.
-class Session final : public DeviceSession::Impl {
+/// gqa_decode's operands in this backend's device memory (SessionBase), the partial results of
+/// the split, and the launch on them.
+class Session final : public SessionBase {
  public:
-  /// Copies the operands to the device; api.cpp has run checks::decode on them.
+  /// Copies the operands to the device; api.cpp has run checks::decode on them, which also
+  /// turned a partition size of 0 into the default one.
   explicit Session(const DecodeArgs& a)
-      : dtype_(a.query.dtype()),
-        out_shape_(a.query.shape()),
-        num_seqs_(static_cast<int>(a.query.size(0))),
-        num_heads_(static_cast<int>(a.query.size(1))),
-        head_size_(static_cast<int>(a.query.size(2))),
+      : SessionBase(a),
         block_size_(static_cast<int>(a.key_cache.size(1))),
         num_kv_heads_(static_cast<int>(a.key_cache.size(2))),
-        max_num_blocks_per_seq_(static_cast<int>(a.block_tables.size(1))),
-        partition_size_(a.partition_size != 0
-                            ? a.partition_size
-                            : default_partition_size(num_seqs_, num_kv_heads_, a.max_seq_len)),
+        partition_size_(a.partition_size),
         max_num_partitions_((a.max_seq_len + partition_size_ - 1) / partition_size_),
         scale_(a.scale) {
-    query_ = bytes_to_device(a.query);              // [num_seqs, num_heads, head_size]
-    key_cache_ = bytes_to_device(a.key_cache);      // [blocks, block_size, kv_heads, head_size]
-    value_cache_ = bytes_to_device(a.value_cache);  // [blocks, block_size, kv_heads, head_size]
-    block_tables_ = to_device<std::int32_t>(a.block_tables);     // [num_seqs, max_blocks_per_seq]
-    seq_lens_ = to_device<std::int32_t>(a.seq_lens);             // [num_seqs]
-    out_ = simt::DeviceBuffer<unsigned char>(a.query.nbytes());  // [num_seqs, heads, head_size]
-    out_.fill_bytes(0xFF);  // NaN: an element the kernel forgets to write cannot pass
     // The partial results of the split, NaN until written: a merge that reads a partition the
     // sequence does not have reads NaN.
     const std::size_t rows = std::size_t(num_seqs_) * num_heads_ * max_num_partitions_;
-    exp_sums_ = simt::DeviceBuffer<float>(rows);    // [num_seqs, num_heads, max_partitions]
-    max_logits_ = simt::DeviceBuffer<float>(rows);  // [num_seqs, num_heads, max_partitions]
-    tmp_out_ = simt::DeviceBuffer<float>(rows * head_size_);  // [.., max_partitions, head_size]
-    exp_sums_.fill_bytes(0xFF);
-    max_logits_.fill_bytes(0xFF);
-    tmp_out_.fill_bytes(0xFF);
+    exp_sums_ = nan_floats(rows);              // [num_seqs, num_heads, max_partitions]
+    max_logits_ = nan_floats(rows);            // [num_seqs, num_heads, max_partitions]
+    tmp_out_ = nan_floats(rows * head_size_);  // [.., max_partitions, head_size]
     arrivals_ = simt::DeviceBuffer<int>(std::size_t(num_seqs_) * num_kv_heads_);  // [seqs, kv]
     arrivals_.fill_bytes(0);  // the kernel leaves it at 0 again after every launch
+    // The names the emulator's memory checker gives an access past these buffers' ends
+    // (SessionBase names the operands).
+    exp_sums_.set_name("exp_sums");
+    max_logits_.set_name("max_logits");
+    tmp_out_.set_name("tmp_out");
+    arrivals_.set_name("arrivals");
     // Opt in past the default 48 KiB of shared memory (head size 256) once, not in the timed
     // launches.
     with_decode_config(dtype_, head_size_, block_size_, [&](auto config) {
@@ -121,37 +105,15 @@ class Session final : public DeviceSession::Impl {
     });
   }
 
-  void download(Tensor& out) const override {
-    const ArgCheck check("DeviceSession::download");
-    dtype_is(check, "out", out, dtype_, "the dtype of query");
-    shape_is(check, "out", out, out_shape_, "the shape of query");
-    out_.download(static_cast<unsigned char*>(out.data()), out.nbytes());
-  }
-
-  int partition_size() const override { return partition_size_; }
-
-  double timed_launch() override { return timing_.launch([&] { launch(); }); }
-  double timed_read_roofline() override { return timing_.read_roofline(cache_spans()); }
-
  private:
-  std::vector<simt::DeviceSpan> cache_spans() const {
-    return {{key_cache_.data(), key_cache_.size()}, {value_cache_.data(), value_cache_.size()}};
-  }
-
-  DType dtype_;
-  std::vector<std::int64_t> out_shape_;
-  int num_seqs_, num_heads_, head_size_, block_size_, num_kv_heads_, max_num_blocks_per_seq_;
-  int partition_size_, max_num_partitions_;
+  int block_size_, num_kv_heads_, partition_size_, max_num_partitions_;
   float scale_;
-  simt::DeviceBuffer<unsigned char> query_, key_cache_, value_cache_, out_;  // bytes of dtype_
-  simt::DeviceBuffer<std::int32_t> block_tables_, seq_lens_;
   simt::DeviceBuffer<float> exp_sums_, max_logits_, tmp_out_;
   simt::DeviceBuffer<int> arrivals_;
-  simt::SessionTiming timing_;
 };
 /// [launcher]
 
-class BackendLaunchers final : public Launchers {
+class BackendLaunchers final : public BackendLaunchersBase<Launchers, Session> {
  public:
   /// [reshape_and_cache_flash]
   void reshape_and_cache_flash(const Tensor& key, const Tensor& value, Tensor& key_cache,
@@ -167,6 +129,11 @@ class BackendLaunchers final : public Launchers {
       auto d_key_cache = to_device<scalar_t>(key_cache);  // [blocks, block_size, kv_heads, head]
       auto d_value_cache = to_device<scalar_t>(value_cache);       // the same
       const auto d_slots = to_device<std::int64_t>(slot_mapping);  // [num_tokens]
+      d_key.set_name("key");
+      d_value.set_name("value");
+      d_key_cache.set_name("key_cache");
+      d_value_cache.set_name("value_cache");
+      d_slots.set_name("slot_mapping");
       const int width = num_kv_heads * head_size;  // a token's elements: also its page stride
       simt::launch(reshape_and_cache_flash_kernel<scalar_t>, dim3(num_tokens),
                    dim3(std::min(width, 512)), 0, d_key.data(), d_value.data(), d_key_cache.data(),
@@ -179,12 +146,6 @@ class BackendLaunchers final : public Launchers {
     });
   }
   /// [reshape_and_cache_flash]
-
-  std::unique_ptr<DeviceSession::Impl> open_session(const DecodeArgs& args) const override {
-    return std::make_unique<Session>(args);
-  }
-
-  int device_count() const override { return simt::cuda_device_count(); }
 };
 
 }  // namespace
