@@ -311,6 +311,45 @@ TEST_P(PagedAttentionV1, OneTokenReturnsItsValueExactly) {
   }
 }
 
+// Two tests that each leave one half of the kernel nothing to get wrong, so that a failure
+// says which half holds the bug. Equal keys make every score of a sequence equal whatever the
+// query, the scale and the max: the softmax is uniform and out is the plain mean of the values
+// (the value side and the normalization alone decide it). Equal values make out that value
+// for any weights that sum to 1 (the scores alone cannot change it; the normalization and the
+// value side can). The NaN rows of every last block are still there.
+void make_rows_equal(std::vector<Mat>& per_sequence) {
+  for (Mat& m : per_sequence) m.rowwise() = Eigen::RowVectorXd(m.row(0));
+}
+
+TEST_P(PagedAttentionV1, EqualKeysGiveTheMeanOfTheValues) {
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.seq_lens = {1, 15, 16, 17, 40};
+  Rng rng(911);
+  Problem p = make_problem(rng, c);
+  make_rows_equal(p.k);
+  pa::testing::place_shuffled(p, rng);
+  // The one test with a flat softmax on purpose: its reference, the mean of each sequence's
+  // values, is far from zero and from any single row.
+  expect_close_to_reference(p, run(GetParam(), p));
+}
+
+TEST_P(PagedAttentionV1, EqualValuesComeBackWhateverTheWeights) {
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.seq_lens = {1, 15, 16, 17, 40};
+  Rng rng(912);
+  Problem p = make_problem(rng, c);
+  make_rows_equal(p.v);
+  pa::testing::place_shuffled(p, rng);
+  EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+  expect_close_to_reference(p, run(GetParam(), p));
+}
+
 /// [test_gqa]
 TEST_P(PagedAttentionV1, GroupedQueryEightHeadsOverTwo) {
   // Heads 0-3 read kv head 0, heads 4-7 kv head 1; the kv heads hold different data, so any

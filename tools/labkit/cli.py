@@ -239,6 +239,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", type=float, default=0.5, help="seconds between looks (0.5)")
     p.add_argument("--verbose", action="store_true",
                    help="show the first failing test's every failed assertion in full")
+    p.add_argument("--schedule", type=schedule_name, metavar="ORDER",
+                   help="the emulated threads in another order, as grade --schedule")
     p.set_defaults(func=cmd_watch)
 
     p = sub.add_parser("hint", help="one more hint for a step of a lab, each time you ask")

@@ -9,6 +9,7 @@ of them at a time (a lock), and never shows results of a binary older than the f
 during the build is built again before the tests run. Ctrl-C stops it."""
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -76,7 +77,8 @@ def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
     return lines
 
 
-def show(lab: Lab, build: Path, options: dict[str, str], impl: str, verbose: bool) -> dict[str, str]:
+def show(lab: Lab, build: Path, options: dict[str, str], impl: str, verbose: bool,
+         env: dict[str, str] | None = None) -> dict[str, str]:
     """Grades the lab once and shows the result; returns the digest of the sources it graded."""
     started = time.strftime("%H:%M:%S")
     start = time.monotonic()
@@ -89,7 +91,7 @@ def show(lab: Lab, build: Path, options: dict[str, str], impl: str, verbose: boo
 
     with cmake.lock(build, f"watch {lab.number}", say):
         cmake.configure(build, options, quiet=True)
-        g = grading.grade([lab], build, progress=say, tick=ticker)[0]
+        g = grading.grade([lab], build, progress=say, tick=ticker, env=env)[0]
     finished = f"graded {time.strftime('%H:%M:%S')}, in {time.monotonic() - start:.0f} s"
     print(header(lab, impl, finished) + "\n".join(report(g, build, verbose)))
     print(f"\nWatching labs/{lab.room}/ — save a file to grade again; Ctrl-C stops.", flush=True)
@@ -101,9 +103,11 @@ def main(args) -> int:
     if args.impl == "solution":
         require_solutions("watch --impl solution")
     build, options = grading.grade_build(args.impl)
+    schedule = getattr(args, "schedule", None)
+    env = dict(os.environ, SIMT_SCHEDULE=schedule) if schedule else None
     try:
         seen: dict = {}   # empty: the first look compares contents (a save during a grading)
-        graded = show(lab, build, options, args.impl, args.verbose)
+        graded = show(lab, build, options, args.impl, args.verbose, env)
         while True:
             time.sleep(args.interval)
             if snapshot(lab, args.impl) == seen:
@@ -112,7 +116,7 @@ def main(args) -> int:
             seen = snapshot(lab, args.impl)
             # A file saved unchanged (its time moved, not its bytes) is no change.
             if stamps.digest(stamps.sources(lab, args.impl)) != graded:
-                graded = show(lab, build, options, args.impl, args.verbose)
+                graded = show(lab, build, options, args.impl, args.verbose, env)
                 seen = {}
     except KeyboardInterrupt:
         print(grading.BuildTicker.clear() + "\ntools/lab watch: stopped.")
