@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -215,6 +216,48 @@ int main_with_gpu_series(int argc, char** argv, RegisterGpu register_gpu) {
   benchmark::Shutdown();
   return 0;
 }
+
+/// [design_table]
+/// What ptxas reports for one compiled kernel (nvcc -Xptxas -v): registers per thread, spill
+/// stores in bytes, static shared memory in bytes.
+struct PtxasFigures {
+  int registers = 0;
+  int spill_bytes = 0;
+  int static_shared = 0;
+};
+
+/// Returns the figures of `--design_table=REGISTERS,SPILL_BYTES,STATIC_SHARED[;...]` (one
+/// triple per kernel the lab benchmarks, in the lab's order), the flag `tools/lab bench --ptxas`
+/// passes a benchmark program to make it print its design table instead of running; an empty
+/// vector when the flag is absent.
+inline std::vector<PtxasFigures> design_table_arg(int argc, char** argv) {
+  static constexpr const char* kFlag = "--design_table=";
+  std::vector<PtxasFigures> figures;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], kFlag, std::strlen(kFlag)) != 0) continue;
+    const char* at = argv[i] + std::strlen(kFlag);
+    while (*at != '\0') {
+      PtxasFigures f;
+      int used = 0;
+      if (std::sscanf(at, "%d,%d,%d%n", &f.registers, &f.spill_bytes, &f.static_shared, &used) != 3) {
+        throw std::invalid_argument(std::string("--design_table: expected REGISTERS,SPILL_BYTES,"
+                                                "STATIC_SHARED[;...], got ") + argv[i]);
+      }
+      figures.push_back(f);
+      at += used;
+      if (*at == ';') ++at;
+    }
+  }
+  return figures;
+}
+
+/// Kilobytes with one decimal, for the design tables.
+inline std::string kib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024.0);
+  return text;
+}
+/// [design_table]
 
 /// Registers `fn` over the token sweep kMinTokens .. kMaxTokens, doubling.
 #define PA_BENCH_TOKEN_SWEEP(fn)                                \

@@ -24,33 +24,39 @@ inline namespace SIMT_BACKEND {
 /// the output, NaN until a launch writes it, the sizes every layout agrees on, the download of
 /// the output, and the timings of the launch and of the two yardsticks over the caches. A lab's
 /// Session derives from it, adds the sizes of its layout and its own buffers, and writes
-/// run(): the grid, the block, the shared memory and the arguments of its kernels.
+/// enqueue() (the grid, the block, the shared memory and the arguments of its kernels), finish()
+/// and the checked launch().
 class SessionBase : public SessionImpl {
  public:
-  /// The output back to NaN, then the kernels: a launch that writes nothing (a fused merge
-  /// whose arrival counters were left counting, so no block merges) cannot pass on the
-  /// previous launch's answer.
-  void launch() final {
-    out_.fill_bytes(0xFF);
-    run();
-  }
-
   void download(Tensor& out) const override {
+    if (timed_unchecked_) {  // the flag and the errors, once after any number of timed spans
+      timed_unchecked_ = false;
+      finish();
+    }
     const ArgCheck check("DeviceSession::download");
     dtype_is(check, "out", out, dtype_, "the dtype of query");
     shape_is(check, "out", out, out_shape_, "the shape of query");
     out_.download(static_cast<unsigned char*>(out.data()), out.nbytes());
   }
 
+  /// The span holds the kernels alone (enqueue: queued back to back, no host round trip);
+  /// whether they were skeletons, or failed, is asked once, by the next download().
   double timed_launch() override {
-    return timing_.launch([&] { run(); });  // the kernels alone
+    timed_unchecked_ = true;
+    return timing_.launch([&] { enqueue(); });
   }
   double timed_read_roofline() override { return timing_.read_roofline(cache_spans()); }
   double timed_cache_copy() override { return timing_.cache_copy(cache_spans()); }
 
  protected:
-  /// Launches the lab's kernels on the device copies.
-  virtual void run() = 0;
+  /// The lab's kernels queued with simt::enqueue, back to back on one stream, with nothing that
+  /// waits on the host: the path timed_launch times. The lab's launch() is enqueue() then
+  /// finish() (or a check after each kernel, to name the one still a skeleton).
+  virtual void enqueue() = 0;
+
+  /// Waits for the queued kernels (simt::synchronize) and throws what they left: a kernel's
+  /// fault, or NotImplemented when one was still a skeleton (throw_if_todo).
+  virtual void finish() const = 0;
 
   /// Copies the operands (checked by the lab's api.cpp) to the device; the caches in the lab's
   /// layout, whatever it is.
@@ -84,16 +90,16 @@ class SessionBase : public SessionImpl {
   explicit SessionBase(const Args& a)
       : SessionBase(a.query, a.key_cache, a.value_cache, a.block_tables, a.seq_lens) {}
 
-  DType dtype_;                                    // of query, both caches and out
-  std::vector<std::int64_t> out_shape_;            // query's: [num_seqs, num_heads, head_size]
-  simt::DeviceBuffer<unsigned char> query_;        // [num_seqs, num_heads, head_size] of dtype_
-  simt::DeviceBuffer<unsigned char> key_cache_;    // the lab's key cache layout, of dtype_
-  simt::DeviceBuffer<unsigned char> value_cache_;  // the lab's value cache layout, of dtype_
-  simt::DeviceBuffer<unsigned char> out_;          // [num_seqs, num_heads, head_size] of dtype_
-  simt::DeviceBuffer<std::int32_t> block_tables_;  // [num_seqs, max_num_blocks_per_seq]
-  simt::DeviceBuffer<std::int32_t> seq_lens_;      // [num_seqs]
-  int num_seqs_, num_heads_, head_size_;           // query's extents
-  int max_num_blocks_per_seq_;                     // block_tables' second extent
+  DType dtype_;                                    ///< of query, both caches and out
+  std::vector<std::int64_t> out_shape_;            ///< query's: [num_seqs, num_heads, head_size]
+  simt::DeviceBuffer<unsigned char> query_;        ///< [num_seqs, num_heads, head_size] of dtype_
+  simt::DeviceBuffer<unsigned char> key_cache_;    ///< the lab's key cache layout, of dtype_
+  simt::DeviceBuffer<unsigned char> value_cache_;  ///< the lab's value cache layout, of dtype_
+  simt::DeviceBuffer<unsigned char> out_;          ///< [num_seqs, num_heads, head_size] of dtype_
+  simt::DeviceBuffer<std::int32_t> block_tables_;  ///< [num_seqs, max_num_blocks_per_seq]
+  simt::DeviceBuffer<std::int32_t> seq_lens_;      ///< [num_seqs]
+  int num_seqs_, num_heads_, head_size_;           ///< query's extents
+  int max_num_blocks_per_seq_;                     ///< block_tables' second extent
 
  private:
   std::vector<simt::DeviceSpan> cache_spans() const {
@@ -101,6 +107,7 @@ class SessionBase : public SessionImpl {
   }
 
   simt::SessionTiming timing_;
+  mutable bool timed_unchecked_ = false;  // timed launches since the last finish()
 };
 /// [session_base]
 

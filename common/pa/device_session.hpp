@@ -27,10 +27,15 @@ namespace pa {
 class SessionImpl {
  public:
   virtual ~SessionImpl() = default;
+  /// Runs the lab's kernels once on the device copies.
   virtual void launch() = 0;
+  /// Copies the output to `out` (query's dtype and shape).
   virtual void download(Tensor& out) const = 0;
+  /// launch(), flushed and timed; its seconds.
   virtual double timed_launch() = 0;
+  /// The read-only yardstick over both caches, timed alike; its seconds.
   virtual double timed_read_roofline() = 0;
+  /// A device-to-device copy of both caches, timed alike; its seconds.
   virtual double timed_cache_copy() = 0;
 };
 
@@ -43,6 +48,8 @@ class SessionImpl {
 class DeviceSession {
  public:
   ~DeviceSession() = default;
+  /// Sessions move (the bench programs keep them in std::unique_ptr or by value); they are not
+  /// copied: the device memory has one owner.
   DeviceSession(DeviceSession&&) noexcept = default;
   DeviceSession& operator=(DeviceSession&&) noexcept = default;
 
@@ -52,9 +59,11 @@ class DeviceSession {
   /// Copies the output to `out`: [num_seqs, num_heads, head_size], query's dtype.
   void download(Tensor& out) const { impl_->download(out); }
 
-  /// Runs launch() once and returns its seconds: on CUDA measured with events on the device's
-  /// clock after flushing the L2 cache outside the timed span (so every byte of the caches comes
-  /// from device memory); on the emulator measured with the host's clock.
+  /// Runs the kernels once and returns their seconds: on CUDA measured with events on the
+  /// device's clock after flushing the L2 cache outside the timed span (so every byte of the
+  /// caches comes from device memory); on the emulator measured with the host's clock. The span
+  /// holds the kernel launches alone, queued without a host round trip; whether the kernels
+  /// were skeletons, or failed, is asked once, by the next download().
   double timed_launch() { return impl_->timed_launch(); }
 
   /// The yardstick, flushed and timed like timed_launch: a read-only kernel over the key and

@@ -1,17 +1,30 @@
 /// \file
-/// What the CUDA labs' tests share on top of pa/testing.hpp and pa/kv_layouts.hpp: a fixture
-/// that runs every test once per backend, and a guard that restores the emulator's schedule.
-/// Header-only; the test programs that include it link the emulator (pa_simt).
+/// What the CUDA labs' tests share on top of pa/testing.hpp and pa/decode_problems.hpp: a fixture
+/// that runs every test once per backend (and GoogleTest's names for a Backend parameter), and a
+/// guard that restores the emulator's schedule. Header-only; the test programs that include it
+/// link the emulator (pa_simt).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <ostream>
+#include <string>
 
 #include "pa/backend.hpp"
 #include "simt/errors_and_settings.hpp"
 
+namespace pa {
+/// Lets GoogleTest print a Backend parameter by name: "emulator", "cuda".
+inline void PrintTo(Backend backend, std::ostream* os) { *os << backend_name(backend); }
+}  // namespace pa
+
 namespace pa::testing {
+
+/// Returns "Emulator" or "Cuda": the suffix of a backend-parameterised test's name.
+inline std::string backend_test_name(const ::testing::TestParamInfo<Backend>& info) {
+  return info.param == Backend::kCuda ? "Cuda" : "Emulator";
+}
 
 /// [backend_test]
 /// A test parameterised by Backend: skipped "no CUDA device" on CUDA where `DevicePresent()` says

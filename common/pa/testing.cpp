@@ -202,10 +202,6 @@ void poison(Mat& m, double value) {
   m.setConstant(value);
 }
 
-void poison_rows(Mat& m, Eigen::Index first, Eigen::Index count, double value) {
-  m.middleRows(first, count).setConstant(value);
-}
-
 Mat Rng::normal(Eigen::Index rows, Eigen::Index cols, double stddev) {
   std::normal_distribution<double> dist(0.0, stddev);
   Mat m(rows, cols);

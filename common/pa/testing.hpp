@@ -102,9 +102,6 @@ Mat paged_cache(const Mat& rows, const IVec& block_table, int block_size, int nu
 /// Fills every element of `m` with `value` (NaN by default).
 void poison(Mat& m, double value = kPoison);
 
-/// Fills rows [first, first + count) of `m` with `value` (NaN by default).
-void poison_rows(Mat& m, Eigen::Index first, Eigen::Index count, double value = kPoison);
-
 /// A seeded generator, so every test's data is the same on every run and machine.
 class Rng {
  public:

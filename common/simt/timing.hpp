@@ -25,9 +25,9 @@ namespace simt {
 inline namespace SIMT_BACKEND {
 
 #if defined(__CUDACC__)
-/// Times device work on the GPU's clock: an event before the span and one after it. The span
-/// also holds the host's wake-up from the cudaDeviceSynchronize every simt::launch ends with
-/// (a few microseconds; the labs' spans are 100 us and more).
+/// Times device work on the GPU's clock: an event before the span and one after it, both in the
+/// default stream. Work queued in between without waiting (simt::enqueue) is timed alone; work
+/// that waits on the host (simt::launch) would add its round trips to the span.
 class DeviceTimer {
  public:
   DeviceTimer() {
@@ -76,10 +76,11 @@ class L2Flusher {
   unsigned char byte_ = 0;
 };
 
-/// dst[0, bytes) = src[0, bytes), both device memory, then waits (as every launch does).
+/// Queues dst[0, bytes) = src[0, bytes), both device memory, on the default stream without
+/// waiting (the timer's stop event waits).
 inline void copy_device_to_device(void* dst, const void* src, std::size_t bytes) {
-  detail::check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice), "copy_device_to_device");
-  detail::check(cudaDeviceSynchronize(), "copy_device_to_device");
+  detail::check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice),
+                "copy_device_to_device");
 }
 
 /// Thread blocks for a kernel that strides over a buffer: enough to fill every SM several times.
@@ -130,8 +131,8 @@ struct DeviceSpan {
 /// object that is never timed costs nothing.
 class FlushedTimer {
  public:
-  /// Flushes, runs `work()` (which launches and waits, as simt::launch does) and returns the
-  /// seconds of the span.
+  /// Flushes, runs `work()` (which queues kernels with simt::enqueue: the span's stop event
+  /// waits for them) and returns the seconds of the span.
   template <class Work>
   double time(Work&& work) {
     if (!flusher_) flusher_ = std::make_unique<L2Flusher>();
@@ -197,7 +198,7 @@ class ReadRoofline {
   double timed() {
     return clock_.time([&] {
       for (const DeviceSpan& s : spans_) {
-        launch(detail::read_roofline_kernel, dim3(grid_stride_blocks()),
+        enqueue(detail::read_roofline_kernel, dim3(grid_stride_blocks()),
                dim3(detail::kReadThreads), 0, static_cast<const uint4*>(s.data), s.bytes / 16,
                sink_.data());
       }
@@ -236,9 +237,11 @@ class DeviceCopy {
   FlushedTimer clock_;
 };
 
-/// The timing half of a lab's benchmarked session (labs 05-07 share it): the session's launch,
+/// The timing half of a lab's benchmarked session (labs 05-07 share it): the session's kernels,
 /// flushed and timed, and the two yardsticks over the session's K and V buffers, each built at
-/// its first call. `caches` must name the same buffers on every call.
+/// its first call. `caches` must name the same buffers on every call. `launch` is given the
+/// session's queued path (kernels only, simt::enqueue, back to back on one stream): checks that
+/// need the host (the skeleton flag, errors) come before and after the timed spans, not in them.
 class SessionTiming {
  public:
   template <class Launch>

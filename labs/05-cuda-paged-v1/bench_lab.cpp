@@ -19,9 +19,9 @@
 //                                 (above 100 % fails); its answer checked before and after;
 //   BM_GpuReadRoofline            the yardstick: a read-only kernel over the same bytes;
 //   BM_GpuCopyD2D                 cudaMemcpy device to device of the same bytes.
-// Every GPU series is timed alike: CUDA events around one call, the L2 cache flushed before
-// each (outside the span), after a warm-up; every span ends with a cudaDeviceSynchronize, a few
-// microseconds on spans of 100 us and more.
+// Every GPU series is timed alike: CUDA events around the kernels alone (queued without a host
+// round trip; the skeleton flag is read before and after timing), the L2 cache flushed before
+// each (outside the span), after a warm-up.
 
 #include <benchmark/benchmark.h>
 
@@ -36,7 +36,7 @@
 
 #include "paged_attention_v1.hpp"
 #include "pa/bench.hpp"
-#include "pa/kv_layouts.hpp"
+#include "pa/bench_batches.hpp"
 #include "pa/testing.hpp"
 #include "simt/cuda.hpp"  // the emulator's CUDA dialect, for the barrier kernels below
 
@@ -99,7 +99,7 @@ void BM_BaselineNoBarrierRound(benchmark::State& state) {
 }
 BENCHMARK(BM_BaselineNoBarrierRound)->Unit(benchmark::kMicrosecond);
 
-// ---- A decode batch in the lab's layouts (pa/kv_layouts.hpp) --------------------------------
+// ---- A decode batch in the lab's layouts (pa/bench_batches.hpp) ----------------------------
 
 constexpr DType kDType = DType::kFloat16;
 constexpr int kHeadSize = 128;

@@ -10,7 +10,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "pa/kv_layouts.hpp"
+#include "pa/decode_problems.hpp"
+#include "pa/simt_testing.hpp"
 #include "pa/testing.hpp"
 #include "paged_attention_v1.hpp"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "pa/kv_layouts.hpp"
+#include "pa/decode_problems.hpp"
 #include "pa/simt_testing.hpp"
 #include "pa/testing.hpp"
 #include "paged_attention_v1.hpp"
@@ -35,14 +35,14 @@ constexpr double kLogitSpread = 4.0;
 
 /// [tolerances]
 // The per-dtype tolerance every decode kernel of these labs is held to, and why it is that size:
-// pa::testing::decode_tolerance (pa/kv_layouts.hpp).
+// pa::testing::decode_tolerance (pa/decode_problems.hpp).
 using Tolerance = pa::testing::DecodeTolerance;
 Tolerance tolerance(DType dtype) {
   return pa::testing::decode_tolerance(dtype);
 }
 /// [tolerances]
 
-// ---- The operands: pa/kv_layouts.hpp writes them in vLLM's V0 layout ----------------------
+// ---- The operands: pa/decode_problems.hpp writes them in vLLM's V0 layout ----------------------
 
 using pa::testing::blocks_for;
 using pa::testing::DecodeConfig;
@@ -309,6 +309,45 @@ TEST_P(PagedAttentionV1, OneTokenReturnsItsValueExactly) {
           << "sequence " << s << " head " << h;
     }
   }
+}
+
+// Two tests that each leave one half of the kernel nothing to get wrong, so that a failure
+// says which half holds the bug. Equal keys make every score of a sequence equal whatever the
+// query, the scale and the max: the softmax is uniform and out is the plain mean of the values
+// (the value side and the normalization alone decide it). Equal values make out that value
+// for any weights that sum to 1 (the scores alone cannot change it; the normalization and the
+// value side can). The NaN rows of every last block are still there.
+void make_rows_equal(std::vector<Mat>& per_sequence) {
+  for (Mat& m : per_sequence) m.rowwise() = Eigen::RowVectorXd(m.row(0));
+}
+
+TEST_P(PagedAttentionV1, EqualKeysGiveTheMeanOfTheValues) {
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.seq_lens = {1, 15, 16, 17, 40};
+  Rng rng(911);
+  Problem p = make_problem(rng, c);
+  make_rows_equal(p.k);
+  pa::testing::place_shuffled(p, rng);
+  // The one test with a flat softmax on purpose: its reference, the mean of each sequence's
+  // values, is far from zero and from any single row.
+  expect_close_to_reference(p, run(GetParam(), p));
+}
+
+TEST_P(PagedAttentionV1, EqualValuesComeBackWhateverTheWeights) {
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.seq_lens = {1, 15, 16, 17, 40};
+  Rng rng(912);
+  Problem p = make_problem(rng, c);
+  make_rows_equal(p.v);
+  pa::testing::place_shuffled(p, rng);
+  EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+  expect_close_to_reference(p, run(GetParam(), p));
 }
 
 /// [test_gqa]

@@ -13,7 +13,8 @@
 //   BM_EmulatorPartitions      v2 on one 2048-token sequence, one head, with 512-token and
 //                              64-token partitions: the emulator's cost per thread block.
 // GPU (a build with the CUDA backend on a machine with a device; otherwise one line on stderr
-// says they were not registered), float16, head size 128, block size 16, partitions of 512:
+// says they were not registered), float16, head size 128, block size 16, partitions of the
+// size FA2's wave rule picks on this GPU's occupancy (choose_partition_size: 64 or 512):
 //   BM_GpuReadRoofline         the yardstick: a read-only kernel (16-byte loads) over the very
 //                              K and V bytes the kernels must read;
 //   BM_GpuPagedAttentionV1     lab 05's kernel (skips where its shared memory cannot hold the
@@ -22,22 +23,26 @@
 //                              each with `roofline_pct`: the same-run roofline's time over its
 //                              own (above 100 % fails), its answer checked before and after;
 //   BM_GpuCopyD2D              cudaMemcpy device to device of the same bytes.
-// Every GPU series is timed alike: CUDA events around one call, the L2 cache flushed before
-// each (outside the span), after a warm-up.
+// Every GPU series is timed alike: CUDA events around the kernels alone (queued back to back,
+// no host round trip inside the span), the L2 cache flushed before each (outside the span),
+// after a warm-up.
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "pa/bench.hpp"
-#include "pa/kv_layouts.hpp"
+#include "pa/bench_batches.hpp"
 #include "pa/testing.hpp"
 #include "paged_attention_v1.hpp"  // lab 05: v1, timed beside v2
 #include "paged_attention_v2.hpp"
+#include "simt/occupancy.hpp"
 
 namespace pa::cuda_v2 {
 namespace {
@@ -189,8 +194,14 @@ BatchShape gpu_shape(const benchmark::State& state) {
           static_cast<int>(state.range(2)), static_cast<int>(state.range(3))};
 }
 
+/// The shape's partition size: FA2's wave rule on this GPU's occupancy of the attention
+/// kernel (choose_partition_size), among kSupportedPartitionSizes.
 Prepared& prepare_gpu(const benchmark::State& state) {
-  return prepare(Backend::kCuda, gpu_shape(state), kPartitionSize, /*with_v1=*/true);
+  const BatchShape shape = gpu_shape(state);
+  const int partition_size =
+      choose_partition_size(Backend::kCuda, kDType, kHeadSize, kBlockSize, shape.num_seqs,
+                            shape.num_heads, shape.seq_len);
+  return prepare(Backend::kCuda, shape, partition_size, /*with_v1=*/true);
 }
 
 /// Times `t`'s session against the same-run read roofline (roofline_pct), checked before
@@ -238,14 +249,57 @@ void BM_GpuCopyD2D(benchmark::State& state) {
   report_batch(state, p);
 }
 
+/// {seqs, tokens, heads, kv_heads}: the shapes of lab 05's H100 run (one long sequence, a few
+/// long ones, many shorter ones), a context v1 cannot hold, and grouped-query attention.
+const std::vector<std::vector<std::int64_t>> kGpuShapes = {
+    {1, 2048, 32, 32},  {1, 16384, 32, 32}, {4, 8192, 32, 32}, {16, 4096, 32, 32},
+    {64, 1024, 32, 32}, {1, 65536, 32, 32}, {64, 4096, 32, 4}};
+
+/// [design_table]
+/// v2's design on an H100 (simt::kH100), per benchmark shape, from ptxas's figures for the
+/// benchmarked instantiations (float16, head size 128, block size 16): `attention[i]` for
+/// partitions of kSupportedPartitionSizes[i], then the reduce. Blocks per SM of the attention
+/// kernel at kPartitionSize give the slots (as choose_partition_size does on a GPU), the wave
+/// rule the partition, then the grid, its waves and the bytes in flight per busy SM. A markdown
+/// table (tools/lab bench --ptxas 06 puts it in the chapter).
+void print_design_table(const std::vector<pa::bench::PtxasFigures>& f) {
+  const auto blocks_of = [](const pa::bench::PtxasFigures& k, std::size_t dynamic) {
+    return simt::blocks_per_sm(
+        {kNumThreads, k.registers, dynamic + static_cast<std::size_t>(k.static_shared)});
+  };
+  const int sms = simt::kH100.sm_count;
+  const std::size_t sizes = kSupportedPartitionSizes.size();
+  const int slots = blocks_of(f.at(sizes - 1), v2_shared_mem_bytes(kHeadSize, kPartitionSize)) * sms;
+  std::printf("| shape (seqs × tokens, heads / kv heads) | partition | registers | spills | "
+              "blocks / SM | grid | waves | in flight / SM |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  for (const auto& s : kGpuShapes) {
+    const int seqs = static_cast<int>(s[0]), tokens = static_cast<int>(s[1]);
+    const int heads = static_cast<int>(s[2]), kv_heads = static_cast<int>(s[3]);
+    const int partition = v2_partition_size(seqs, heads, tokens, slots);
+    std::size_t k = 0;
+    while (k + 1 < sizes && kSupportedPartitionSizes[k] != partition) ++k;
+    const int blocks = blocks_of(f.at(k), v2_shared_mem_bytes(kHeadSize, partition));
+    const std::int64_t grid = std::int64_t{heads} * seqs * v2_max_num_partitions(tokens, partition);
+    const std::int64_t resident = std::min<std::int64_t>(blocks, (grid + sms - 1) / sms);
+    std::printf("| %d × %d, %d / %d | %d | %d | %d B | %d | %lld | %.2f | %s |\n", seqs, tokens,
+                heads, kv_heads, partition, f.at(k).registers, f.at(k).spill_bytes, blocks,
+                static_cast<long long>(grid), pa::waves::waves(grid, std::int64_t{blocks} * sms),
+                pa::bench::kib(static_cast<double>(
+                                   resident * v2_bytes_in_flight(kHeadSize, kBlockSize, 2)))
+                    .c_str());
+  }
+  const pa::bench::PtxasFigures& reduce = f.at(sizes);
+  std::printf("\nThe reduce kernel: %d registers, %d B of spills, %d blocks / SM; it loads 8 "
+              "partitions' rows before it multiplies any.\n",
+              reduce.registers, reduce.spill_bytes,
+              blocks_of(reduce, v2_reduce_shared_mem_bytes()));
+}
+/// [design_table]
+
 /// Registers the GPU series when this build has the CUDA backend and a device is present.
 void register_gpu_benchmarks() {
-  // {seqs, tokens, heads, kv_heads}: the shapes of lab 05's H100 run (one long sequence, a few
-  // long ones, many shorter ones), a context v1 cannot hold, and grouped-query attention.
-  const std::vector<std::vector<std::int64_t>> shapes = {
-      {1, 2048, 32, 32},  {1, 16384, 32, 32}, {4, 8192, 32, 32}, {16, 4096, 32, 32},
-      {64, 1024, 32, 32}, {1, 65536, 32, 32}, {64, 4096, 32, 4}};
-  pa::bench::register_gpu_batches(cuda_device_present(), shapes,
+  pa::bench::register_gpu_batches(cuda_device_present(), kGpuShapes,
                                   {{"BM_GpuReadRoofline", &BM_GpuReadRoofline},
                                    {"BM_GpuPagedAttentionV1", &BM_GpuPagedAttentionV1},
                                    {"BM_GpuPagedAttentionV2", &BM_GpuPagedAttentionV2},
@@ -256,6 +310,10 @@ void register_gpu_benchmarks() {
 }  // namespace pa::cuda_v2
 
 int main(int argc, char** argv) {
+  if (const auto figures = pa::bench::design_table_arg(argc, argv); !figures.empty()) {
+    pa::cuda_v2::print_design_table(figures);  // attention per partition size, then the reduce
+    return 0;
+  }
   return pa::bench::main_with_gpu_series(argc, argv,
                                          [] { pa::cuda_v2::register_gpu_benchmarks(); });
 }

@@ -9,10 +9,12 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 
 #include "pa/backend.hpp"
 #include "pa/device_session.hpp"
 #include "pa/tensor.hpp"
+#include "pa/waves.hpp"
 
 namespace pa::cuda_v2 {
 
@@ -30,6 +32,11 @@ inline constexpr int kPartitionSize = 512;
 inline constexpr int kNumThreads = 128;
 /// Threads per warp.
 inline constexpr int kWarpSize = 32;
+
+/// The registers per thread the attention kernel is designed to fit in (ptxas reports what it
+/// uses: `tools/lab bench --ptxas 06`); the emulator, which has no registers, answers
+/// choose_partition_size as an H100 would at this figure.
+inline constexpr int kDesignRegisters = 160;  // ptxas 13, sm_90, fp16 head 128: 158
 /// [constants]
 
 /// [api]
@@ -74,6 +81,31 @@ constexpr std::size_t v2_shared_mem_bytes(int head_size, int partition_size) {
 /// thread, the tile of partitions it merges at a time. Independent of the context length.
 constexpr std::size_t v2_reduce_shared_mem_bytes() {
   return static_cast<std::size_t>(kNumThreads) * sizeof(float);
+}
+
+/// Returns the partition size, among kSupportedPartitionSizes, that FA2's wave rule
+/// (pa::waves::pick_chunk_size) picks for num_seqs * num_heads thread-block rows of max_seq_len
+/// tokens on a device that runs `slots` attention blocks at once: the largest whose grid's
+/// wave efficiency is within 85 % of the best (the fewest partitions, the smallest reduce).
+constexpr int v2_partition_size(int num_seqs, int num_heads, int max_seq_len, int slots) {
+  return pa::waves::pick_chunk_size(kSupportedPartitionSizes,
+                                    static_cast<std::int64_t>(num_seqs) * num_heads, max_seq_len,
+                                    slots);
+}
+
+/// v2_partition_size on `backend`'s device for the attention kernel of dtype, head_size and
+/// block_size: its blocks per SM × SMs from the CUDA occupancy API, or, on the emulator, an
+/// H100's at kDesignRegisters.
+int choose_partition_size(Backend backend, DType dtype, int head_size, int block_size,
+                          int num_seqs, int num_heads, int max_seq_len);
+
+/// Returns the bytes of keys or values one attention block has on their way by design: each
+/// of its warps one whole cache block of its head (block_size tokens × head_size elements of
+/// elem_bytes), the next block's keys loaded while it multiplies the current one (the register
+/// double buffer) and a block's values all issued before the first is used.
+constexpr std::size_t v2_bytes_in_flight(int head_size, int block_size, int elem_bytes) {
+  return static_cast<std::size_t>(kNumThreads / kWarpSize) * static_cast<std::size_t>(block_size) *
+         static_cast<std::size_t>(head_size) * static_cast<std::size_t>(elem_bytes);
 }
 
 /// Returns true when this build has the CUDA backend and a CUDA device is present.

@@ -61,54 +61,53 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v2_kernel(
   const int num_seq_blocks = ceil_div(seq_len, BLOCK_SIZE);
   const int* block_table = block_tables + seq_idx * max_num_blocks_per_seq;  // [max_num_blocks]
 
-  // TODO 1. The partition's blocks and tokens. num_partitions = ceil(seq_len / PARTITION_SIZE)
-  //         is this sequence's own count; the grid is sized for the longest sequence, so a
-  //         block with partition_idx >= num_partitions has nothing to do: return before
-  //         reading or writing anything. Otherwise it owns logical blocks [start_block_idx,
-  //         end_block_idx): NUM_BLOCKS_PER_PARTITION of them, fewer in the last partition
-  //         (clamp to num_seq_blocks), and tokens [start_token_idx, end_token_idx) with
-  //         end_token_idx clamped to seq_len. num_blocks and num_tokens are the differences.
+  // TODO 1. Goal: this block's share of the sequence. Out: the sequence's own num_partitions
+  //         (the grid is sized for the longest sequence), and this partition's logical blocks
+  //         [start_block_idx, end_block_idx) and tokens [start_token_idx, end_token_idx), with
+  //         num_blocks and num_tokens. Invariants: a block whose partition the sequence does not
+  //         have returns before it reads, writes or waits at a barrier; only the last partition
+  //         is shorter, and neither range reaches past the sequence (§ The partition's bounds).
 
-  // TODO 2. Once per thread block: the query into __shared__ typename Thread::QueryVecs q_vecs
-  //         (me.load_query; q[seq_idx, head_idx, :] starts at seq_idx * q_stride +
-  //         head_idx * HEAD_SIZE), and the partition's slice of the block table into
-  //         __shared__ int block_ids[NUM_BLOCKS_PER_PARTITION] (block_ids[i] =
-  //         block_table[start_block_idx + i], threads striding over i < num_blocks). Both are
-  //         read by every thread next: barrier.
+  // TODO 2. Goal: what every thread of the block reads, in shared memory once: the query
+  //         q[seq_idx, head_idx, :] as Thread::QueryVecs (me.load_query), and this partition's
+  //         physical block ids, __shared__ int block_ids[NUM_BLOCKS_PER_PARTITION] (i-th = the
+  //         block table's entry for logical block start_block_idx + i). Invariant after it:
+  //         every thread sees all of both.
 
-  // TODO 3. The logits of the partition's tokens. SIMT_DYNAMIC_SHARED(float, shared_mem) holds
-  //         float logits[PARTITION_SIZE] (token t at t - start_token_idx), then
-  //         float warp_rows[NUM_WARPS][HEAD_SIZE]; __shared__ float red_smem[2 * NUM_WARPS] is for
-  //         the reductions. Warp w takes the partition's blocks i = w, w + NUM_WARPS, ... <
-  //         num_blocks; its k_block is key_cache[block_ids[i], kv_head_idx] (kv_block_stride,
-  //         kv_head_stride; int64 arithmetic), and me.qk(q_vecs, k_block, scale) is the logit of
-  //         the group's row, token start_token_idx + i * BLOCK_SIZE + me.thread_group_in_warp.
-  //         Group rank 0 stores it (0 for a token at or past end_token_idx) and keeps a running
-  //         qk_max of the real ones (start from -FLT_MAX).
+  // TODO 3. Goal: the logits of the partition's tokens. Out: float logits[PARTITION_SIZE] at the
+  //         start of SIMT_DYNAMIC_SHARED(float, shared_mem) (then float warp_rows[NUM_WARPS]
+  //         [HEAD_SIZE]), token t at t - start_token_idx; each group's rank 0 keeps the running
+  //         max of its real logits (__shared__ float red_smem[2 * NUM_WARPS] is for the
+  //         reductions). Lab 05's work split over this partition's blocks; me.qk gives a group's
+  //         logit from key_cache [num_blocks, num_kv_heads, HEAD_SIZE/x, BLOCK_SIZE, x]
+  //         (kv_block_stride, kv_head_stride; int64 offsets). Invariant: a token at or past
+  //         end_token_idx holds 0 and never reaches the max (§ The partial). Loads in flight:
+  //         me.load_keys issues a block's key loads into Thread::KeyVecs; when
+  //         Thread::DOUBLE_BUFFER_KEYS, the warp's next block's loads are issued before the
+  //         current block's me.qk, so a DRAM round trip overlaps each dot product.
 
-  // TODO 4. The partition's m, e^(logit - m) and denom: qk_max = block_max over the block
-  //         (red_smem); for i = me.thread_idx, + NUM_THREADS, ... < num_tokens replace logits[i]
-  //         by __expf(logits[i] - qk_max) and add it to exp_sum; exp_sum = block_sum over the
-  //         block (the other half of red_smem). Do not divide: a partial stays undivided. (Its
-  //         barrier also publishes the exponentials to the next step.)
+  // TODO 4. Goal: the partition's statistics, relative to its own max. Out, in every thread:
+  //         m = the partition's max, denom = the sum of e^(logit - m) over its tokens; logits[i]
+  //         replaced by e^(logit - m). Invariant: nothing is divided — a partial stays
+  //         undivided until the reduce (§ A partition is lab 03's partial).
 
-  // TODO 5. acc = sum of e^(logit - m) v over the partition: float accs[Thread::NUM_ROWS_PER_THREAD]
-  //         zeroed; warp w again takes blocks i = w, w + NUM_WARPS, ...: v_block is
-  //         value_cache[block_ids[i], kv_head_idx], and me.accumulate_values(accs, the block's
-  //         weights logits + i * BLOCK_SIZE, v_block, the tokens of the partition from that
-  //         block's first on). Then me.fold_row_lanes(accs).
+  // TODO 5. Goal: acc, the partition's e^(logit - m)-weighted sum of value rows, in each lane's
+  //         float accs[Thread::NUM_ROWS_PER_THREAD] (me.accumulate_values over the warp's blocks
+  //         of value_cache [num_blocks, num_kv_heads, HEAD_SIZE, BLOCK_SIZE], then
+  //         me.fold_row_lanes). Invariant: a token at or past end_token_idx adds exactly 0.
 
-  // TODO 6. Each warp parks its rows: every row leader (me.v_row_leader()) writes accs[i] to
-  //         warp_rows[me.warp_idx][me.v_row(i)] for rows < HEAD_SIZE. Barrier: the next step
-  //         reads every warp's rows.
+  // TODO 6. Goal: every warp's row sums where the whole block can read them: warp_rows[w][d]
+  //         from warp w's row leaders (me.v_row_leader(), me.v_row(i)). Invariant after it:
+  //         every warp's rows are visible to every thread.
 
-  // TODO 7. acc[d] = the sum over warps w = 0, 1, ... of warp_rows[w][d] (threads striding over
-  //         d), and then:
-  //         - a one-partition sequence is finished here: out[seq_idx, head_idx, d] =
-  //           acc[d] / exp_sum (from_float), and return: no partial, no reduce;
-  //         - otherwise write the partial at (seq_idx, head_idx, partition_idx) of the scratch,
-  //           whose partition extent is max_num_partitions: thread 0 writes max_logits = qk_max
-  //           and exp_sums = exp_sum, and tmp_out[..., d] = acc[d], undivided.
+  // TODO 7. Goal: the partition's result. acc[d] sums the warps' rows. A sequence of one
+  //         partition is finished here: out[seq_idx, head_idx, :] ([num_seqs, num_heads,
+  //         HEAD_SIZE]) = acc / denom, no scratch written, no reduce. Otherwise the partial goes
+  //         to entry (seq_idx, head_idx, partition_idx) of the scratch, whose partition extent
+  //         is max_num_partitions: max_logits and exp_sums [num_seqs, num_heads,
+  //         max_num_partitions] get m and denom (once), tmp_out [.., HEAD_SIZE] the undivided acc
+  //         (§ Writing the partial).
+  //         Stuck on a step? tools/lab hint 06 lists them; tools/lab hint 06 attention.N
 }
 /// [paged_attention_v2_kernel]
 
@@ -138,25 +137,24 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v2_reduce_kernel(
   const int thread_idx = threadIdx.x;
   const int seq_len = seq_lens[seq_idx];
 
-  // TODO 1. This sequence's partials: num_partitions = ceil(seq_len / PARTITION_SIZE), its own
-  //         count — entries past it belong to no one and are never read. A one-partition
-  //         sequence was written by the attention kernel: return. Otherwise the rows of
-  //         (seq_idx, head_idx) are max_logits[.., 0 .. num_partitions), exp_sums[..] likewise,
-  //         and tmp_out[.., p, :] (partition extent max_num_partitions; int64 offsets).
+  // TODO 1. Goal: which partials are this sequence's. In: max_logits, exp_sums [num_seqs,
+  //         num_heads, max_num_partitions], tmp_out [.., HEAD_SIZE]. Out: the rows of
+  //         (seq_idx, head_idx) and the sequence's own num_partitions. Invariants: entries past
+  //         num_partitions belong to no one and are never read; a one-partition sequence was
+  //         written by the attention kernel, and this block leaves it alone (§ The merge).
 
-  // TODO 2. The global max M = max_p m_p: threads stride over p < num_partitions, then
-  //         block_max (__shared__ float red_smem[2 * NUM_WARPS]).
+  // TODO 2. Goal: the global max M of the partitions' maxima, in every thread.
 
-  // TODO 3. Merge, a tile of NUM_THREADS partitions at a time (SIMT_DYNAMIC_SHARED(float,
-  //         weights), [NUM_THREADS]): for first = 0, NUM_THREADS, ... < num_partitions, thread t
-  //         computes the weight w = __expf(m_p - M) of partition p = first + t (if it exists),
-  //         stores it in weights[t] and adds w * denom_p to its share of denom; barrier; each
-  //         thread adds weights[j] * tmp_out[.., first + j, d] to accs for its dimensions
-  //         d = thread_idx + k * NUM_THREADS < HEAD_SIZE, k < NUM_DIMS_PER_THREAD; barrier
-  //         (before the next tile overwrites weights). Then denom = block_sum (the other half
-  //         of red_smem).
+  // TODO 3. Goal: the merged acc and denom. Every partition's weight is its e^(m_p - M); acc[d]
+  //         = sum_p weight_p tmp_out[p, d] for the thread's dimensions (thread_idx + k *
+  //         NUM_THREADS < HEAD_SIZE), denom = sum_p weight_p denom_p over the block. The weights
+  //         pass through SIMT_DYNAMIC_SHARED(float, weights) [NUM_THREADS], a tile of partitions
+  //         at a time. Invariants: no weight exceeds 1; a tile's weights are read only after all
+  //         are written, and overwritten only after all are read (§ The reduce kernel: a merge
+  //         tree).
 
-  // TODO 4. out[seq_idx, head_idx, d] = accs[k] / denom (from_float).
+  // TODO 4. Goal: out[seq_idx, head_idx, :] = acc / denom, rounded to scalar_t once.
+  //         Stuck on a step? tools/lab hint 06 reduce.N
 }
 /// [paged_attention_v2_reduce_kernel]
 

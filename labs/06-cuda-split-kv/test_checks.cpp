@@ -11,6 +11,7 @@
 
 #include "pa/testing.hpp"
 #include "paged_attention_v2.hpp"
+#include "simt/occupancy.hpp"
 
 namespace pa::cuda_v2 {
 
@@ -212,6 +213,27 @@ TEST(PagedAttentionV2Checks, AcceptsA128kContext) {
     ADD_FAILURE() << "max_seq_len = 131072 was rejected: " << e.what();
   } catch (const std::logic_error&) {
   }
+}
+
+TEST(PagedAttentionV2Checks, PartitionSizeFollowsTheWaveRule) {
+  // 660 slots (five blocks per SM on 132 SMs). 32 rows of 16k tokens: partitions
+  // of 512 give 1024 blocks (1.55 waves, 78 % busy), of 64 8192 (12.4 waves, 95 %): 64.
+  EXPECT_EQ(v2_partition_size(1, 32, 16384, 660), 64);
+  EXPECT_EQ(v2_partition_size(4, 32, 8192, 660), 64);   // 2048 blocks (78 %) or 16384 (99 %)
+  EXPECT_EQ(v2_partition_size(16, 32, 4096, 660), 512);  // 4096 blocks, 89 %: near enough
+  EXPECT_EQ(v2_partition_size(32, 32, 4096, 660), 512);  // 1024 rows fill the slots already
+  // 396 slots (three per SM): 512 gives 1024 blocks, 2.6 waves, 86 % busy: near enough.
+  EXPECT_EQ(v2_partition_size(1, 32, 16384, 396), 512);
+}
+
+TEST(PagedAttentionV2Checks, TheEmulatorChoosesAsAnH100AtTheDesignBudget) {
+  // The emulator's occupancy is an H100's at kDesignRegisters: the same choice as the rule's.
+  const int blocks = simt::blocks_per_sm(
+      {kNumThreads, kDesignRegisters, v2_shared_mem_bytes(128, kPartitionSize)});
+  EXPECT_EQ(choose_partition_size(Backend::kEmulator, DType::kFloat16, 128, 16, 1, 32, 16384),
+            v2_partition_size(1, 32, 16384, blocks * 132));
+  EXPECT_EQ(choose_partition_size(Backend::kEmulator, DType::kFloat16, 128, 16, 16, 32, 4096),
+            v2_partition_size(16, 32, 4096, blocks * 132));
 }
 
 }  // namespace

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "pa/kv_layouts.hpp"
+#include "pa/decode_problems.hpp"
 #include "pa/simt_testing.hpp"
 #include "pa/testing.hpp"
 #include "paged_attention_v2.hpp"
@@ -44,7 +44,7 @@ constexpr int kSmallPartition = 64;  // many partitions from a few thousand toke
 
 /// [tolerances]
 // The per-dtype tolerance every decode kernel of these labs is held to, and why it is that size:
-// pa::testing::decode_tolerance (pa/kv_layouts.hpp).
+// pa::testing::decode_tolerance (pa/decode_problems.hpp).
 using Tolerance = pa::testing::DecodeTolerance;
 Tolerance tolerance(DType dtype) {
   return pa::testing::decode_tolerance(dtype);
@@ -62,7 +62,7 @@ constexpr double kExpSumRtol = 1e-4;
 constexpr double kAccTol = 1e-4;
 /// [tolerances]
 
-// ---- The operands: pa/kv_layouts.hpp writes them in vLLM's V0 layout ----------------------
+// ---- The operands: pa/decode_problems.hpp writes them in vLLM's V0 layout ----------------------
 
 /// A decode problem in the V0 layout, its block-table rows padded with an all-NaN block to
 /// whole partitions of the largest partition size (plus one block): an engine sizes its table

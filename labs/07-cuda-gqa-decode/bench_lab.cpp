@@ -14,23 +14,27 @@
 // GPU (a build with the CUDA backend on a machine with a device; otherwise one line on stderr
 // says they were not registered), float16, head size 128, block size 16, every sequence's
 // blocks dealt from a shuffled order; per shape {seqs, tokens, heads, kv_heads}:
-//   BM_GpuGqaDecode             this kernel over the flash layout, default partitions;
+//   BM_GpuGqaDecode             this kernel over the flash layout, default partitions (FA2's
+//                               wave rule on this GPU's occupancy);
 //   BM_GpuPagedAttentionV1      lab 05's v1 over the V0 layout (lab05_impl);
-//   BM_GpuPagedAttentionV2      lab 06's v2 over the V0 layout, partitions of 512 (lab06_impl);
+//   BM_GpuPagedAttentionV2      lab 06's v2 over the V0 layout, its partition size by the same
+//                               rule (cuda_v2::choose_partition_size; lab06_impl);
 //   BM_GpuReadRoofline          the yardstick: a read-only kernel over the flash caches' bytes.
 // Each kernel series reports the bytes of K and V it must read per second and `roofline_pct`:
 // the read roofline over its own session's caches (the same bytes), timed in the same
 // iterations, over the kernel's time; above 100 % fails. Its answer is checked against the
 // float64 reference before and after timing. Every call is timed with CUDA events after a
-// warm-up, the L2 cache flushed before it (outside the span); each span ends with a
-// cudaDeviceSynchronize, a few microseconds.
+// warm-up, the L2 cache flushed before it (outside the span); the span holds the kernels
+// alone, queued without a host round trip (the skeleton flag is read before and after).
 //
 // PyTorch's scaled_dot_product_attention over contiguous caches, the other yardstick of the
 // chapter, is timed by bench/sdpa_contiguous.py (not part of the build).
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
@@ -38,10 +42,11 @@
 
 #include "gqa_decode.hpp"
 #include "pa/bench.hpp"
-#include "pa/kv_layouts.hpp"
+#include "pa/bench_batches.hpp"
 #include "pa/testing.hpp"
 #include "paged_attention_v1.hpp"  // lab 05, through lab05_impl
 #include "paged_attention_v2.hpp"  // lab 06, through lab06_impl
+#include "simt/occupancy.hpp"
 
 namespace pa::cuda_gqa {
 namespace {
@@ -117,7 +122,9 @@ Prepared& prepare(Kernel kernel, Backend backend, const BatchShape& shape) {
     } else {
       p->v2 = std::make_unique<cuda_v2::DeviceSession>(
           backend, b.query, b.key_cache, b.value_cache, shape.num_kv_heads, b.scale(),
-          b.block_tables, b.seq_lens, kBlockSize, shape.seq_len, cuda_v2::kPartitionSize);
+          b.block_tables, b.seq_lens, kBlockSize, shape.seq_len,
+          cuda_v2::choose_partition_size(backend, kDType, kHeadSize, kBlockSize, shape.num_seqs,
+                                         shape.num_heads, shape.seq_len));
     }
     p->launch();  // also the warm-up
     p->error = p->check();
@@ -209,17 +216,45 @@ void BM_GpuReadRoofline(benchmark::State& state) {
   report_batch(state, p);
 }
 
+/// {seqs, tokens, heads, kv_heads}: two large grouped-query batches (8 and 4 query heads per
+/// kv head), multi-head, and one long sequence of 16k and of 64k tokens (v1 cannot hold the
+/// latter's logits in shared memory: it skips with its context bound).
+const std::vector<std::vector<std::int64_t>> kGpuShapes = {
+    {64, 4096, 32, 4}, {128, 2048, 32, 8}, {16, 4096, 32, 32}, {1, 16384, 32, 8}, {1, 65536, 32, 8}};
+
+/// [design_table]
+/// The decode kernel's design on an H100 (simt::kH100), per benchmark shape, from ptxas's
+/// figures for the benchmarked instantiation (float16, head size 128, block size 16): blocks
+/// per SM, the default split on those slots, the grid and its waves, and the keys and values in
+/// flight per SM (the ring's stages ahead of the one being multiplied, in every resident block
+/// of a busy SM). A markdown table (tools/lab bench --ptxas 07 puts it in the chapter).
+void print_design_table(const pa::bench::PtxasFigures& f) {
+  constexpr SharedLayout layout{kHeadSize};
+  const std::size_t shared = layout.bytes() + static_cast<std::size_t>(f.static_shared);
+  const int blocks = simt::blocks_per_sm({kNumThreads, f.registers, shared});
+  const int sms = simt::kH100.sm_count;
+  std::printf("| shape (seqs × tokens, heads / kv heads) | registers | spills | shared / block | "
+              "blocks / SM | partition | grid | waves | in flight / SM |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (const auto& s : kGpuShapes) {
+    const int seqs = static_cast<int>(s[0]), tokens = static_cast<int>(s[1]);
+    const int heads = static_cast<int>(s[2]), kv_heads = static_cast<int>(s[3]);
+    const int partition = default_partition_size(seqs, kv_heads, tokens, blocks * sms);
+    const std::int64_t grid =
+        std::int64_t{kv_heads} * seqs * ((tokens + partition - 1) / partition);
+    const std::int64_t resident = std::min<std::int64_t>(blocks, (grid + sms - 1) / sms);
+    std::printf("| %d × %d, %d / %d | %d | %d B | %s | %d | %d | %lld | %.2f | %s |\n", seqs,
+                tokens, heads, kv_heads, f.registers, f.spill_bytes,
+                pa::bench::kib(static_cast<double>(shared)).c_str(), blocks, partition,
+                static_cast<long long>(grid), pa::waves::waves(grid, std::int64_t{blocks} * sms),
+                pa::bench::kib(static_cast<double>(resident * layout.bytes_in_flight())).c_str());
+  }
+}
+/// [design_table]
+
 /// Registers the GPU series when this build has the CUDA backend and a device is present.
 void register_gpu_benchmarks() {
-  // {seqs, tokens, heads, kv_heads}: two large grouped-query batches (8 and 4 query heads per
-  // kv head), multi-head, and one long sequence of 16k and of 64k tokens (v1 cannot hold the
-  // latter's logits in shared memory: it skips with its context bound).
-  const std::vector<std::vector<std::int64_t>> shapes = {{64, 4096, 32, 4},
-                                                         {128, 2048, 32, 8},
-                                                         {16, 4096, 32, 32},
-                                                         {1, 16384, 32, 8},
-                                                         {1, 65536, 32, 8}};
-  pa::bench::register_gpu_batches(cuda_device_present(), shapes,
+  pa::bench::register_gpu_batches(cuda_device_present(), kGpuShapes,
                                   {{"BM_GpuGqaDecode", &BM_GpuGqaDecode},
                                    {"BM_GpuPagedAttentionV1", &BM_GpuPagedAttentionV1},
                                    {"BM_GpuPagedAttentionV2", &BM_GpuPagedAttentionV2},
@@ -230,6 +265,10 @@ void register_gpu_benchmarks() {
 }  // namespace pa::cuda_gqa
 
 int main(int argc, char** argv) {
+  if (const auto figures = pa::bench::design_table_arg(argc, argv); !figures.empty()) {
+    pa::cuda_gqa::print_design_table(figures.front());  // gqa_decode_kernel<half, 128, 16>
+    return 0;
+  }
   return pa::bench::main_with_gpu_series(argc, argv,
                                          [] { pa::cuda_gqa::register_gpu_benchmarks(); });
 }

@@ -12,6 +12,7 @@
 #include "pa/backend.hpp"
 #include "pa/device_session.hpp"
 #include "pa/tensor.hpp"
+#include "pa/waves.hpp"
 
 namespace pa::cuda_gqa {
 
@@ -34,13 +35,19 @@ inline constexpr int kMaxGroupSize = kTileRows;
 /// Tokens per K/V tile: each warp takes 16 of them in Q·Kᵀ.
 inline constexpr int kTileTokens = kNumWarps * kWmmaTile;
 
-/// The default partition size (split-KV): at least kMinGridBlocks thread blocks in the grid,
-/// about four per SM of a 132-SM H100, so that enough loads are in flight to fill its memory
-/// system; partitions between kMinPartitionSize and kMaxPartitionSize tokens when that needs a
-/// split, one partition per sequence (no merge) when the batch alone gives enough blocks.
-inline constexpr int kMinGridBlocks = 512;
-inline constexpr int kMinPartitionSize = 128;
-inline constexpr int kMaxPartitionSize = 512;
+/// The split (split-KV): default_partition_size cuts each (sequence, kv head) pair's context
+/// into at most kMaxSplits partitions by FA2's wave rule (pa/waves.hpp) on the device's
+/// slots; no partition is longer than kMaxPartitionSize tokens, whose block-table slice the
+/// kernel stages in shared memory (kMaxTableEntries entries at the smallest block size).
+inline constexpr int kMaxSplits = 128;
+inline constexpr int kMaxPartitionSize = 8192;
+inline constexpr int kMaxTableEntries = kMaxPartitionSize / 16;  // 16: the smallest block size
+static_assert(kMaxPartitionSize % kTileTokens == 0, "partitions are whole tiles");
+
+/// The registers per thread the decode kernel is designed to fit in (ptxas reports what it
+/// uses: `tools/lab bench --ptxas 07`); the emulator, which has no registers, sizes the split
+/// as an H100 would at this figure.
+inline constexpr int kDesignRegisters = 128;  // ptxas 13, sm_90, fp16 head 128: 126
 /// [constants]
 
 /// [shared_layout]
@@ -49,6 +56,11 @@ inline constexpr int kMaxPartitionSize = 512;
 /// 32) and its row pitch in elements. Every row is padded by 16 bytes: wmma needs the pitch
 /// (ldm) to be a multiple of 16 bytes, and the pad moves consecutive rows to different banks.
 /// Elements are 16-bit (float16 or bfloat16).
+///
+/// The keys and values arrive by asynchronous copy into a ring of stages(): stage i holds one
+/// tile's keys and its values, [kTileTokens, ld_kv] each. Three stages keep two tiles (64 KiB
+/// at head size 128) on their way while the third is multiplied; at head size 256 two stages
+/// (one tile in flight, 64 KiB) are what fits beside the rest in an H100's 227 KiB.
 struct SharedLayout {
   int head_size;
 
@@ -56,8 +68,9 @@ struct SharedLayout {
   static constexpr int kPadHalf = 8;   // 16 bytes of 16-bit elements
   static constexpr int kPadFloat = 4;  // 16 bytes of float
 
+  constexpr int stages() const { return head_size <= 128 ? 3 : 2; }
   constexpr int ld_q() const { return head_size + kPadHalf; }    // q_tile  [16, ld_q] half
-  constexpr int ld_kv() const { return head_size + kPadHalf; }   // kv_tile [64, ld_kv] half
+  constexpr int ld_kv() const { return head_size + kPadHalf; }   // a K or V tile [64, ld_kv] half
   // scores [16, ld_s] float; 32 bytes of pad: the 4 rows a warp's softmax reads at once start
   // 8 banks apart
   static constexpr int ld_s() { return kTileTokens + 2 * kPadFloat; }
@@ -65,12 +78,21 @@ struct SharedLayout {
   constexpr int ld_o() const { return head_size + kPadFloat; }   // acc_o   [16, ld_o] float
 
   static constexpr std::size_t align(std::size_t bytes) { return (bytes + 127) / 128 * 128; }
+  constexpr std::size_t tile_bytes() const {  // one K or V tile of the ring
+    return align(std::size_t{kTileTokens} * ld_kv() * kElemBytes);
+  }
   constexpr std::size_t q_offset() const { return 0; }
-  constexpr std::size_t kv_offset() const {
+  constexpr std::size_t ring_offset() const {
     return q_offset() + align(std::size_t{kTileRows} * ld_q() * kElemBytes);
   }
+  constexpr std::size_t k_offset(int stage) const {
+    return ring_offset() + std::size_t(2 * stage) * tile_bytes();
+  }
+  constexpr std::size_t v_offset(int stage) const {
+    return ring_offset() + std::size_t(2 * stage + 1) * tile_bytes();
+  }
   constexpr std::size_t s_offset() const {
-    return kv_offset() + align(std::size_t{kTileTokens} * ld_kv() * kElemBytes);
+    return ring_offset() + std::size_t(2 * stages()) * tile_bytes();
   }
   constexpr std::size_t p_offset() const {
     return s_offset() + align(std::size_t{kTileRows} * ld_s() * sizeof(float));
@@ -81,12 +103,20 @@ struct SharedLayout {
   constexpr std::size_t alpha_offset() const {  // row_alpha [16] float
     return o_offset() + align(std::size_t{kTileRows} * ld_o() * sizeof(float));
   }
-  constexpr std::size_t flag_offset() const {  // is_last [1] int
+  constexpr std::size_t table_offset() const {  // the partition's block ids [kMaxTableEntries]
     return alpha_offset() + align(std::size_t{kTileRows} * sizeof(float));
+  }
+  constexpr std::size_t flag_offset() const {  // is_last [1] int
+    return table_offset() + align(std::size_t{kMaxTableEntries} * sizeof(int));
   }
   /// The bytes to ask for: the tiles, plus room to move the start to a 128-byte boundary (a
   /// dynamic allocation is only promised 16-byte alignment).
   constexpr std::size_t bytes() const { return flag_offset() + align(sizeof(int)) + 128 - 16; }
+  /// The bytes of keys and values one thread block has in flight while it multiplies a tile:
+  /// the stages ahead of the one being read, keys and values, (stages() - 1) * 2 * 64 rows.
+  constexpr std::size_t bytes_in_flight() const {
+    return std::size_t(stages() - 1) * 2 * kTileTokens * std::size_t(head_size) * kElemBytes;
+  }
 };
 /// [shared_layout]
 
@@ -104,7 +134,8 @@ void reshape_and_cache_flash(Backend backend, const Tensor& key, const Tensor& v
 /// head h, out[s, h] = softmax(scale * K q[s, h]) V over the first seq_lens[s] tokens of s, read
 /// through block_tables[s] from kv head h / (num_heads / num_kv_heads). num_kv_heads and
 /// block_size are the caches' extents. The context is split into partitions of partition_size
-/// tokens (a multiple of kTileTokens; 0 picks default_partition_size) whose partial results are
+/// tokens (a multiple of kTileTokens, at most kMaxPartitionSize; 0 picks default_partition_size
+/// for the backend's device) whose partial results are
 /// merged inside the kernel. float16 and bfloat16 only: the products run on tensor cores.
 /// out, query:             [num_seqs, num_heads, head_size]
 /// key_cache, value_cache: [num_blocks, block_size, num_kv_heads, head_size]
@@ -114,19 +145,17 @@ void gqa_decode(Backend backend, Tensor& out, const Tensor& query, const Tensor&
                 const Tensor& value_cache, float scale, const Tensor& block_tables,
                 const Tensor& seq_lens, int max_seq_len, int partition_size = 0);
 
-/// Returns the partition size gqa_decode uses when passed 0: the whole (tile-rounded) context
-/// when num_seqs * num_kv_heads already reaches kMinGridBlocks, else the largest power of two
-/// from kMaxPartitionSize down to kMinPartitionSize that gives the grid kMinGridBlocks blocks,
-/// never more than the context needs.
-constexpr int default_partition_size(int num_seqs, int num_kv_heads, int max_seq_len) {
+/// Returns the partition size gqa_decode uses when passed 0, on a device that runs `slots`
+/// decode blocks at once (blocks per SM × SMs: simt::occupancy): FA2's wave rule
+/// (pa::waves::num_splits) splits each of the num_seqs * num_kv_heads pairs' tiles into s
+/// partitions, at most kMaxSplits; the partition is whole tiles, ceil(tiles / s) of them, and
+/// at most kMaxPartitionSize tokens.
+constexpr int default_partition_size(int num_seqs, int num_kv_heads, int max_seq_len, int slots) {
   const std::int64_t pairs = std::int64_t{num_seqs} * num_kv_heads;
-  const int whole = (max_seq_len + kTileTokens - 1) / kTileTokens * kTileTokens;
-  if (pairs >= kMinGridBlocks) return whole;
-  int size = kMaxPartitionSize;
-  while (size > kMinPartitionSize && pairs * ((max_seq_len + size - 1) / size) < kMinGridBlocks) {
-    size /= 2;
-  }
-  return size < whole ? size : whole;
+  const int tiles = (max_seq_len + kTileTokens - 1) / kTileTokens;
+  const int splits = pa::waves::num_splits(pairs, tiles, slots, kMaxSplits);
+  const int size = (tiles + splits - 1) / splits * kTileTokens;
+  return size < kMaxPartitionSize ? size : kMaxPartitionSize;
 }
 
 /// Returns true when this build has the CUDA backend and a CUDA device is present.

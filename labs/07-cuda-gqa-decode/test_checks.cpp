@@ -178,17 +178,29 @@ TEST(GqaDecodeChecks, RejectsMorePartitionsThanAGridHolds) {
              "got 65536"}));
 }
 
-TEST(GqaDecodeChecks, DefaultPartitionSizeFillsTheGrid) {
-  // One partition per sequence once the batch alone gives kMinGridBlocks blocks ...
-  EXPECT_EQ(default_partition_size(128, 8, 2048), 2048);
-  EXPECT_EQ(default_partition_size(16, 32, 4096), 4096);
-  // ... else the largest power of two (512 .. 128) that does, or 128.
-  EXPECT_EQ(default_partition_size(64, 4, 4096), 512);     // 256 pairs x 8 partitions
-  EXPECT_EQ(default_partition_size(1, 8, 65536), 512);     // 8 pairs x 128 partitions
-  EXPECT_EQ(default_partition_size(1, 8, 16384), 256);     // 8 pairs x 64 partitions
-  EXPECT_EQ(default_partition_size(1, 1, 100), 128);       // never more than the context needs
-  EXPECT_EQ(default_partition_size(600, 1, 100), 128);     // 100 tokens round up to 2 tiles
-  EXPECT_EQ(default_partition_size(1, 1, 1000000), 512);  // 1954 partitions of 512
+TEST(GqaDecodeChecks, RejectsAPartitionLongerThanItsStagedBlockTable) {
+  Call call;
+  call.partition_size = kMaxPartitionSize + kTileTokens;
+  EXPECT_TRUE(ThrowsInvalidArgument(
+      call, {"partition_size", "<= 8192", "kMaxPartitionSize", "got 8256"}));
+}
+
+TEST(GqaDecodeChecks, DefaultPartitionSizeFollowsTheWaveRule) {
+  // 132 slots: an H100 holding one decode block per SM (head size 128, three stages).
+  // Pairs already at 80 % of the slots or more: one partition per sequence.
+  EXPECT_EQ(default_partition_size(128, 8, 2048, 132), 2048);  // 1024 pairs, 7.8 waves
+  EXPECT_EQ(default_partition_size(16, 32, 4096, 132), 4096);  // 512 pairs, 3.9 waves
+  EXPECT_EQ(default_partition_size(64, 4, 4096, 132), 4096);   // 256 pairs, 1.9 waves
+  // 8 pairs of 256 tiles: 14 partitions of 19 tiles fill 112 of 132 slots (85 %), the fewest
+  // splits within 85 % of the best; 396 slots (three blocks per SM) take 37 of 7 tiles.
+  EXPECT_EQ(default_partition_size(1, 8, 16384, 132), 19 * kTileTokens);
+  EXPECT_EQ(default_partition_size(1, 8, 16384, 396), 7 * kTileTokens);
+  EXPECT_EQ(default_partition_size(1, 8, 65536, 132), 74 * kTileTokens);  // 14 of 74 tiles
+  EXPECT_EQ(default_partition_size(1, 1, 100, 132), 64);    // 2 tiles, 2 partitions
+  EXPECT_EQ(default_partition_size(600, 1, 100, 132), 128);  // enough pairs: 2 tiles, whole
+  // Never longer than kMaxPartitionSize, whose block-table slice fits the shared memory.
+  EXPECT_EQ(default_partition_size(1, 1, 1000000, 132), kMaxPartitionSize);
+  EXPECT_EQ(default_partition_size(1024, 8, 100000, 132), kMaxPartitionSize);
 }
 
 /// A small valid reshape_and_cache_flash call to mutate: 3 tokens, 2 kv heads, float32, head 64.

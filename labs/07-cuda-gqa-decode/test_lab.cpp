@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gqa_decode.hpp"
-#include "pa/kv_layouts.hpp"
+#include "pa/decode_problems.hpp"
 #include "pa/simt_testing.hpp"
 #include "pa/testing.hpp"
 #include "simt/errors_and_settings.hpp"
@@ -67,7 +67,7 @@ Tolerance tolerance(DType dtype) {
 }
 /// [tolerances]
 
-// ---- The operands: pa/kv_layouts.hpp writes them in vLLM V1's flash layout ---------------
+// ---- The operands: pa/decode_problems.hpp writes them in vLLM V1's flash layout ---------------
 
 /// A decode problem in the flash layout.
 DecodeProblem make_problem(Rng& rng, DecodeConfig c) {

@@ -51,13 +51,14 @@ __global__ void reshape_and_cache_flash_kernel(
 // =============================================================================================
 
 /// [kv_tile]
-// One [kTileTokens, HEAD_SIZE] tile of the key or value cache on its way from device memory to
-// shared memory, held in registers in between: thread t owns 16-byte chunk t % CHUNKS_PER_ROW of
-// the tile's rows t / CHUNKS_PER_ROW + i * ROWS_PER_PASS. The CHUNKS_PER_ROW threads of a row
-// read one token's head, HEAD_SIZE contiguous elements: coalesced 16-byte loads.
+// One [kTileTokens, HEAD_SIZE] tile of the key or value cache, copied asynchronously from
+// device memory into a stage of the shared ring, never through registers: thread t copies
+// 16-byte chunk t % CHUNKS_PER_ROW of the tile's rows t / CHUNKS_PER_ROW + i * ROWS_PER_PASS.
+// The CHUNKS_PER_ROW threads of a row read one token's head, HEAD_SIZE contiguous elements:
+// coalesced 16-byte copies (cp.async.cg on a GPU: they bypass L1 and the register file).
 template <typename scalar_t, int HEAD_SIZE, int BLOCK_SIZE>
 struct KvTile {
-  static constexpr int VEC_SIZE = 16 / static_cast<int>(sizeof(scalar_t));  // elements per load
+  static constexpr int VEC_SIZE = 16 / static_cast<int>(sizeof(scalar_t));  // elements per copy
   static constexpr int CHUNKS_PER_ROW = HEAD_SIZE / VEC_SIZE;
   static constexpr int ROWS_PER_PASS = kNumThreads / CHUNKS_PER_ROW;
   static constexpr int PASSES = kTileTokens / ROWS_PER_PASS;
@@ -65,41 +66,30 @@ struct KvTile {
                 "the block's threads cover the tile in whole passes");
   using Chunk = Vec<scalar_t, VEC_SIZE>;
 
-  Chunk chunks[PASSES];  // [PASSES] this thread's share of the tile
-
-  // Issues the loads of tokens tile_start .. tile_start + kTileTokens - 1 of kv head kv_head_idx;
-  // a token at or past `end` is not read (its block may not exist) and becomes a zero row.
-  __device__ void load(const scalar_t* __restrict__ cache,  // [blocks, BLOCK_SIZE, kv_heads, HEAD]
-                       const int* __restrict__ block_table,  // [max_num_blocks_per_seq]
-                       int tile_start, int end, int kv_head_idx, std::int64_t kv_block_stride,
-                       int kv_token_stride) {
+  // Starts the copies of tokens tile_start .. tile_start + kTileTokens - 1 of kv head
+  // kv_head_idx into `stage` [kTileTokens, ld]; the caller commits them as one group. The
+  // partition's blocks are table[0 ..] (shared memory), its first token partition_start. A token
+  // at or past `end` is zero-filled: its 16 bytes are not read (the copy's source size is 0), and
+  // the address given is a row of the partition's last block, which exists.
+  __device__ static void copy(scalar_t* stage, int ld,
+                              const scalar_t* __restrict__ cache,  // [blocks, BLOCK, kv, HEAD]
+                              const int* table, int partition_start, int tile_start, int end,
+                              int kv_head_idx, std::int64_t kv_block_stride,
+                              int kv_token_stride) {
     const int chunk = threadIdx.x % CHUNKS_PER_ROW;
     const int first_row = threadIdx.x / CHUNKS_PER_ROW;
-#pragma unroll
-    for (int i = 0; i < PASSES; ++i) {
-      const int token = tile_start + first_row + i * ROWS_PER_PASS;
-      if (token < end) {
-        const std::int64_t physical_block = block_table[token / BLOCK_SIZE];
-        // cache[physical_block, token % BLOCK_SIZE, kv_head_idx, chunk * VEC_SIZE ...]
-        const scalar_t* src = cache + physical_block * kv_block_stride +
-                              (token % BLOCK_SIZE) * kv_token_stride + kv_head_idx * HEAD_SIZE +
-                              chunk * VEC_SIZE;
-        chunks[i] = *reinterpret_cast<const Chunk*>(src);
-      } else {
-#pragma unroll
-        for (int j = 0; j < VEC_SIZE; ++j) from_float(chunks[i].val[j], 0.f);
-      }
-    }
-  }
-
-  // Writes the loaded chunks into the shared tile kv [kTileTokens, ld_kv].
-  __device__ void store(scalar_t* kv, int ld_kv) const {
-    const int chunk = threadIdx.x % CHUNKS_PER_ROW;
-    const int first_row = threadIdx.x / CHUNKS_PER_ROW;
+    const int last_block = (end - 1 - partition_start) / BLOCK_SIZE;  // in the table
 #pragma unroll
     for (int i = 0; i < PASSES; ++i) {
       const int row = first_row + i * ROWS_PER_PASS;
-      *reinterpret_cast<Chunk*>(kv + row * ld_kv + chunk * VEC_SIZE) = chunks[i];
+      const int token = tile_start + row;
+      const int block = imin((token - partition_start) / BLOCK_SIZE, last_block);
+      // cache[table[block], token % BLOCK_SIZE, kv_head_idx, chunk * VEC_SIZE ...]
+      const scalar_t* src = cache + std::int64_t{table[block]} * kv_block_stride +
+                            (token % BLOCK_SIZE) * kv_token_stride + kv_head_idx * HEAD_SIZE +
+                            chunk * VEC_SIZE;
+      __pipeline_memcpy_async(stage + row * ld + chunk * VEC_SIZE, src, 16,
+                              token < end ? 0 : 16);
     }
   }
 };
@@ -164,7 +154,7 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   SIMT_DYNAMIC_SHARED(unsigned char, shared_mem);
   const Tiles tiles(shared_mem);
 
-  // ---- Step 2: the group's queries, the zero padding rows, o = 0, the first key tile -----
+  // ---- Step 2: the queries (zero padding rows), o = 0, the partition's block table -------
   // q[seq_idx, first_head .. first_head + G - 1, :] is one contiguous [G, HEAD_SIZE] slab.
   const scalar_t* q_group = q + seq_idx * q_stride + first_head * HEAD_SIZE;
   constexpr int Q_CHUNKS_PER_ROW = HEAD_SIZE / VEC_SIZE;
@@ -182,10 +172,28 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   for (int i = thread_idx; i < kTileRows * HEAD_SIZE; i += kNumThreads) {
     tiles.o[(i / HEAD_SIZE) * Tiles::kLdO + i % HEAD_SIZE] = 0.f;
   }
-  Tile staged;  // the tile in flight between device memory and tiles.kv
-  staged.load(k_cache, block_table, start, end, kv_head_idx, kv_block_stride, kv_token_stride);
-  staged.store(tiles.kv, Tiles::kLdKV);
-  __syncthreads();  // q, o and the first keys are visible to every warp
+  // The partition's slice of the block table, once: every copy below looks its block up here.
+  // Partitions start on tile (and so block) edges: the slice begins at block start / BLOCK_SIZE.
+  stage_block_table(tiles.table, block_table + start / BLOCK_SIZE, ceil_div(end - start, BLOCK_SIZE));
+  __syncthreads();  // q, o and the table are visible to every thread
+
+  // ---- Step 3: the pipeline. Tile t's keys and values are copy groups 2t and 2t + 1 of every
+  // thread; kStages - 1 tiles are on their way before the first product. -------------------
+  constexpr int kStages = Tiles::kStages;
+  const auto copy_tile = [&](int t) {  // tile t's keys, then its values: two groups
+    const int stage = Tiles::stage_of(t);
+    if (t < num_tiles) {
+      Tile::copy(tiles.k(stage), Tiles::kLdKV, k_cache, tiles.table, start,
+                 start + t * kTileTokens, end, kv_head_idx, kv_block_stride, kv_token_stride);
+    }
+    __pipeline_commit();  // an empty group past the last tile keeps the counts below uniform
+    if (t < num_tiles) {
+      Tile::copy(tiles.v(stage), Tiles::kLdKV, v_cache, tiles.table, start,
+                 start + t * kTileTokens, end, kv_head_idx, kv_block_stride, kv_token_stride);
+    }
+    __pipeline_commit();
+  };
+  for (int t = 0; t < kStages - 1; ++t) copy_tile(t);
 
   // This row's running max and sum of exp(score - max), the same in each of its 8 threads.
   float m_run = -INFINITY;
@@ -193,9 +201,12 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
 
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int tile_start = start + tile * kTileTokens;
-    // ---- Step 3a: the values of this tile start their trip; they are needed after (B) -----
-    staged.load(v_cache, block_table, tile_start, end, kv_head_idx, kv_block_stride,
-                kv_token_stride);
+    const int stage = Tiles::stage_of(tile);
+    // ---- Step 3a: tile + kStages - 1 starts its trip into the stage tile - 1 left (C) ------
+    copy_tile(tile + kStages - 1);
+    // Groups after this tile's keys: its values and the 2 (kStages - 1) of the tiles ahead.
+    __pipeline_wait_prior(2 * kStages - 1);
+    __syncthreads();  // (K) every thread's copies of the keys have landed
 
     // ---- Step 3b: S = Q·Kᵀ; warp w computes the score columns (tokens) 16w .. 16w + 15 ----
     {
@@ -206,7 +217,7 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
         wmma::fragment<wmma::matrix_b, 16, 16, 16, scalar_t, wmma::col_major> k_frag;
         wmma::load_matrix_sync(q_frag, tiles.q + k * kWmmaTile, Tiles::kLdQ);
         // Kᵀ[d, t] = K[t, d]: the key tile read column by column is its transpose.
-        wmma::load_matrix_sync(k_frag, tiles.kv + warp_idx * kWmmaTile * Tiles::kLdKV + k * kWmmaTile,
+        wmma::load_matrix_sync(k_frag, tiles.k(stage) + warp_idx * kWmmaTile * Tiles::kLdKV + k * kWmmaTile,
                                Tiles::kLdKV);
         wmma::mma_sync(s_frag, q_frag, k_frag, s_frag);
       }
@@ -248,18 +259,11 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
       if (row_lane == 0) tiles.row_alpha[row] = alpha;
     }
 
-    // ---- Step 3d: every warp is past (A), done with K: the values take its place ----------
-    staged.store(tiles.kv, Tiles::kLdKV);
-    __syncthreads();  // (B) P, row_alpha and V are visible to every warp
+    // ---- Step 3d: this tile's values have landed too ------------------------------------
+    __pipeline_wait_prior(2 * kStages - 2);
+    __syncthreads();  // (B) P, row_alpha and every thread's copies of V are visible
 
-    // ---- Step 3e: the next tile's keys start their trip while P·V runs ---------------------
-    const bool more = tile + 1 < num_tiles;  // the same in every thread: (D) is uniform
-    if (more) {
-      staged.load(k_cache, block_table, tile_start + kTileTokens, end, kv_head_idx,
-                  kv_block_stride, kv_token_stride);
-    }
-
-    // ---- Step 3f: o = diag(alpha) o + P·V; warp w owns the output columns of its tiles -----
+    // ---- Step 3e: o = diag(alpha) o + P·V; warp w owns the output columns of its tiles -----
     {
       const int col0 = warp_idx * O_COLS_PER_WARP;
       // Row r of o shrinks by row_alpha[r]. Which lane holds which element of a fragment is not
@@ -277,20 +281,14 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
           wmma::fragment<wmma::matrix_a, 16, 16, 16, scalar_t, wmma::row_major> p_frag;
           wmma::fragment<wmma::matrix_b, 16, 16, 16, scalar_t, wmma::row_major> v_frag;
           wmma::load_matrix_sync(p_frag, tiles.p + k * kWmmaTile, Tiles::kLdP);
-          wmma::load_matrix_sync(v_frag, tiles.kv + k * kWmmaTile * Tiles::kLdKV + col0 + n * kWmmaTile,
+          wmma::load_matrix_sync(v_frag, tiles.v(stage) + k * kWmmaTile * Tiles::kLdKV + col0 + n * kWmmaTile,
                                  Tiles::kLdKV);
           wmma::mma_sync(o_frag, p_frag, v_frag, o_frag);
         }
         wmma::store_matrix_sync(o_tile, o_frag, Tiles::kLdO, wmma::mem_row_major);
       }
     }
-    __syncthreads();  // (C) every warp is done with V, and o is complete for the rows' threads
-
-    // ---- Step 3g: the next keys take the values' place -------------------------------------
-    if (more) {
-      staged.store(tiles.kv, Tiles::kLdKV);
-      __syncthreads();  // (D) the next keys are in place for 3b
-    }
+    __syncthreads();  // (C) every warp is done with this stage (refilled next) and with o
   }
 
   // ---- Step 4: a sequence of one partition writes its rows; no merge ---------------------

@@ -2,6 +2,7 @@
 and checks for python3 first). Python 3.10 standard library only.
 
     paths       the repository root and every build folder
+    text        terminal text: its width, and wrapping that never cuts a word
     system      the Debian packages (tools/packages.txt), installing them, root and ownership
     labs        the tree's labs, found once
     build       configuring and building with CMake

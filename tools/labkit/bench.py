@@ -398,6 +398,9 @@ def main(args) -> int:
     impl = args.impl or ("solution" if has_solutions() else "starter")
     with_bench = [lab for lab in labs() if (lab.folder() / "bench_lab.cpp").exists()]
     picked = pick(args.labs) if args.labs else with_bench
+    if getattr(args, "ptxas", False):
+        from labkit import ptxas
+        return ptxas.main(picked, impl)
     start = time.monotonic()
     # A build of its own, compiled for this machine's CPU: a benchmark measures what this
     # machine can do (with the portable flags Eigen stays on SSE2, and a float64 dot product

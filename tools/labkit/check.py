@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from labkit import build as cmake
-from labkit import grading, mutants
+from labkit import diagnosis, grading, mutants
 from labkit.labs import labs, pick
 from labkit.paths import build_dir, shown
 
@@ -21,6 +21,7 @@ def cmd_mutants(args) -> int:
         sys.exit("tools/lab mutants: no mutants in solutions/*/mutants for these labs")
     with cmake.lock(build_dir("mutants"), "mutants"):
         mutants.run(found, mutants.configure(found))
+    diagnosis.check_shown_first(found)
     mutants.print_report(found)
     survivors = [m for m in found if not m.killed]
     print(f"\n{len(found) - len(survivors)} of {len(found)} mutants killed by an algorithm test")
@@ -94,10 +95,10 @@ def cmd_check(args) -> int:
     found = mutants.catalogue(picked)
     with cmake.lock(build_dir("mutants"), "check"):
         mutants.run(found, mutants.configure(found))
+    diagnosis.check_shown_first(found)
     mutants.print_report(found)
     if args.record:
         print(f"\n{shown(mutants.RECORD)}: {mutants.write_record(found)} mutants recorded")
-        from labkit import diagnosis
         print(f"{diagnosis.STEPS}: the steps of {diagnosis.write_steps(found)} mutants")
 
     rows = []

@@ -174,9 +174,10 @@ def cmd_autograder(args) -> int:
 
 
 def cmd_docs(argv: list[str]) -> int:
-    import docs  # tools/docs.py: it takes its own options
+    sys.path.insert(0, str(ROOT / "docs"))   # the book's scripts live beside the book
+    import book_build  # docs/book_build.py: it takes its own options
     system.refuse_root_in_foreign_tree("docs " + " ".join(argv))
-    return docs.main(argv, system.ensure_packages)
+    return book_build.main(argv, system.ensure_packages)
 
 
 def prepare(args, argv: list[str]) -> None:
@@ -238,6 +239,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", type=float, default=0.5, help="seconds between looks (0.5)")
     p.add_argument("--verbose", action="store_true",
                    help="show the first failing test's every failed assertion in full")
+    p.add_argument("--schedule", type=schedule_name, metavar="ORDER",
+                   help="the emulated threads in another order, as grade --schedule")
     p.set_defaults(func=cmd_watch)
 
     p = sub.add_parser("hint", help="one more hint for a step of a lab, each time you ask")
@@ -254,6 +257,10 @@ def parser() -> argparse.ArgumentParser:
                    help="Google Benchmark's minimum seconds per benchmark (0.2)")
     p.add_argument("--book", action="store_true",
                    help="also copy the plots and the machine's description into docs/figures/bench")
+    p.add_argument("--ptxas", action="store_true",
+                   help="no timing: compile the benchmarked kernels with nvcc -Xptxas -v and put "
+                        "their design table (registers, blocks/SM, waves, bytes in flight on an "
+                        "H100) into the chapter (labs 06 and 07; needs nvcc, not a GPU)")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("test", help="run the reference solutions' whole suite (instructors)")

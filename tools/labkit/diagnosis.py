@@ -389,6 +389,27 @@ def step_of_diff(lab: Lab, diff_lines: list[str], solution: str, chapter: str = 
     return next((s.id for s in steps if s.section == chapter), "")
 
 
+def check_shown_first(found: list, root: Path = ROOT) -> None:
+    """For each mutant of `found` that ran (mutants.run): the test a student with this bug sees
+    first (watch, grade) goes in its shown_first, and must be one of the tests its header names,
+    so that its hint is one meant for this bug; otherwise that is a problem of the mutant. The
+    catalogue it is diagnosed against holds the mutant as it runs now (a new or changed mutant is
+    known to the diagnosis before it is recorded)."""
+    from labkit import grading
+    for m in found:
+        if not m.results:
+            continue
+        d = diagnose(list(m.results.values()), grading.read_table(m.lab), m.lab,
+                     catalogue_with(m, root))
+        m.shown_first = d.first if d else None
+        if m.shown_first is not None and m.shown_first.key not in m.caught_by:
+            kind = grading.failure_kind(m.shown_first.status, m.shown_first.detail)
+            m.problems.append(f"watch would show {m.shown_first.key} first ({kind}), which "
+                              "Caught by does not name: name it there if it is meant to catch "
+                              "this bug, or move a test Caught by names before it in the "
+                              "chapter's table")
+
+
 def mutant_steps(found: list, root: Path = ROOT) -> dict[str, dict]:
     """NN-name/stem -> {"step", "caught_by"} of each catalogue mutant in `found` that applies (a
     stale one's step waits for its rewrite)."""

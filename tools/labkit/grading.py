@@ -364,11 +364,6 @@ def first_to_fix(tests: list, table: dict[str, Row], kind_of: Callable | None = 
     return min(failing, key=rank) if failing else None
 
 
-def complete(grades: list[LabGrade]) -> bool:
-    """Whether every lab built and every graded test of it passed (grade's exit status 0)."""
-    return all(g.built and g.tests and g.score == g.max_score for g in grades)
-
-
 # ---- the emulator's memory checker ---------------------------------------------------------------
 
 # "simt: race in <kernel>, ..." / "simt: out of bounds in <kernel>, ...": the emulator watched the
@@ -388,9 +383,9 @@ def checker_finding(detail: str) -> bool:
 
 def checker_hint(lab: Lab, detail: str, root: Path = ROOT) -> str:
     """For a memory-checker finding: the step of the student's file that owns the first of the
-    lab's lines the report names ("starter.cpp:216 lies in TODO 3 (For each tile ...)"), so the
-    hint points where the bug is rather than at what the failing test was about. "" when the
-    report names no line of the lab's own files."""
+    lab's lines the report names ("starter.cpp:216 is in TODO 3: For each tile ..."), so the hint
+    points where the bug is rather than at what the failing test was about. "" when the report
+    names no line of the lab's own files."""
     for name, line in re.findall(r"\b([\w.-]+\.(?:cpp|cuh|hpp|h)):(\d+)", detail):
         for folder in (lab.folder(root), lab.folder(root) / "given", lab.solution_folder(root)):
             path = folder / name
@@ -408,3 +403,8 @@ def checker_hint(lab: Lab, detail: str, root: Path = ROOT) -> str:
                             f"report names? (§ {section})")
             return ""
     return ""
+
+
+def complete(grades: list[LabGrade]) -> bool:
+    """Whether every lab built and every graded test of it passed (grade's exit status 0)."""
+    return all(g.built and g.tests and g.score == g.max_score for g in grades)

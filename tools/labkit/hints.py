@@ -79,7 +79,7 @@ def problems(lab: Lab, root: Path = ROOT) -> list[str]:
     """What is wrong with a lab's hints.json (for the book's check): every step has its three
     levels, every id is unique, every § link (its section, and each \\ref in a level) is a
     heading of the chapter, every step's function is a /// [region] of the starter and its TODO
-    is written there."""
+    is written there; and every "(§ Title)" in the starter's comments begins a heading's title."""
     from labkit import grading
     path = path_of(lab, root)
     if not path.exists():
@@ -112,6 +112,13 @@ def problems(lab: Lab, root: Path = ROOT) -> list[str]:
             out.append(f"{where}: {s.function} is not a /// [region] of starter.cpp")
         elif s.todo and not re.search(rf"TODO {re.escape(s.todo.rstrip('abcdefg'))}", starter):
             out.append(f"{where}: the starter has no 'TODO {s.todo}'")
+    # The starter's own "(§ Title)" pointers: each is the beginning of a heading's title.
+    comments = " ".join(re.sub(r"^\s*//\s?", "", line).strip()
+                        for line in starter.splitlines() if line.strip().startswith("//"))
+    for m in re.finditer(r"§ ([^)]+?)\)", comments):
+        if not any(t.startswith(m.group(1).strip()) for t in anchors.values()):
+            out.append(f"labs/{lab.room}/starter.cpp: § {m.group(1).strip()} is not a heading "
+                       f"of {lab.room}/README.md")
     return out
 
 
@@ -208,14 +215,14 @@ def write_state(lab: Lab, state: dict[str, int], root: Path = ROOT) -> None:
 
 
 def render_step(lab: Lab, step: Step, shown_levels: int, root: Path = ROOT) -> list[str]:
-    from labkit import grading, reports
+    from labkit import grading
+    from labkit.text import wrapped
     readme = (lab.folder(root) / "README.md").read_text(encoding="utf-8")
     titles = grading.section_titles(readme)
     out = [f"Lab {lab.number}, {step.name()} — {step.title}"
            f"   (§ {titles.get(step.section, step.section)})"]
     for i in range(shown_levels):
-        out.append(reports.wrapped(grading.plain(step.levels[i], titles),
-                                   f"  {i + 1}. {LEVELS[i]}: ", 6))
+        out.append(wrapped(grading.plain(step.levels[i], titles), f"  {i + 1}. {LEVELS[i]}: ", 6))
     return out
 
 

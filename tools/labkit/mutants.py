@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labkit import build as cmake
-from labkit import grading, patches, reports, testrun
+from labkit import grading, patches, testrun
+from labkit.text import terminal_width
 from labkit.labs import Lab
 from labkit.paths import ROOT, TOOLS, build_dir, shown
 
@@ -62,6 +63,7 @@ class Mutant:
     problems: list[str] = field(default_factory=list)
     results: dict[str, testrun.TestResult] = field(default_factory=dict)  # by Suite.Test[/param]
     shown_first: testrun.TestResult | None = None   # the test `watch` would show for it
+                                                    # (diagnosis.check_shown_first fills it in)
 
     @property
     def stem(self) -> str:
@@ -236,20 +238,6 @@ def run(mutants: list[Mutant], build: Path) -> None:
                 statuses = {r.status for n, r in m.results.items() if testrun.test_key(n) == key}
                 m.problems.append(f"Caught by: {key} does not fail by an assertion "
                                   f"({', '.join(sorted(statuses))})")
-        # A student with this bug sees this test first (watch, grade): it must be one of the tests
-        # the mutant's header names, so its hint is one meant for this bug.
-        # The catalogue it is diagnosed against holds this mutant as it runs now (a new or
-        # changed mutant is known to the diagnosis before it is recorded).
-        from labkit import diagnosis
-        d = diagnosis.diagnose(list(m.results.values()), grading.read_table(m.lab), m.lab,
-                               diagnosis.catalogue_with(m))
-        m.shown_first = d.first if d else None
-        if m.shown_first is not None and m.shown_first.key not in m.caught_by:
-            kind = grading.failure_kind(m.shown_first.status, m.shown_first.detail)
-            m.problems.append(f"watch would show {m.shown_first.key} first ({kind}), which "
-                              "Caught by does not name: name it there if it is meant to catch "
-                              "this bug, or move a test Caught by names before it in the "
-                              "chapter's table")
         if not m.killers:
             crashed = [n for n, r in m.results.items() if r.status in ("crashed", "timed out")]
             m.problems.append("survives every algorithm test" +
@@ -307,7 +295,7 @@ def print_report(mutants: list[Mutant]) -> None:
         counts = f"{len(m.killers):>2}/{graded} tests" if m.source is not None else "  not built"
         print(f"  {verdict} {m.stem:<32} {counts}  {m.bug}")
         if shown:
-            print(textwrap.fill(shown, width=reports.terminal_width(), break_long_words=False,
+            print(textwrap.fill(shown, width=terminal_width(), break_long_words=False,
                                 initial_indent=f"{'':14}killed by: ",
                                 subsequent_indent=" " * 25))
         if m.shown_first is not None:

@@ -1,15 +1,15 @@
-"""The reports of a grade: the terminal table (and the wrapped lines that watch shares),
+"""The reports of a grade: the terminal table (and the failure lines that watch shares),
 Gradescope's results.json with its validator, and JUnit XML. What a grade is, is grading.py's job;
 this file only shows and writes one. Python 3 standard library only."""
 from __future__ import annotations
 
-import shutil
-import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from labkit.grading import CHECKER_NOTE, Graded, LabGrade, checker_finding, complete, failure_kind
+from labkit.grading import (CHECKER_NOTE, Graded, LabGrade, checker_finding, complete,
+                            failure_kind)
 from labkit.paths import shown
+from labkit.text import terminal_width, wrapped
 
 COLUMNS = ("points", "result", "test", "where or why")
 
@@ -31,24 +31,6 @@ def exit_line(grades: list[LabGrade]) -> str:
         return "Exit status 0: full marks."
     return ("Exit status 1: not every graded test passes yet. That is expected while you work, "
             "not an error; it is 0 at full marks.")
-
-
-def terminal_width() -> int:
-    """The terminal's width (COLUMNS, else 100 when the output is not a terminal)."""
-    return max(60, shutil.get_terminal_size((100, 24)).columns)
-
-
-def wrapped(text: str, first: str, indent: int, width: int | None = None) -> str:
-    """`first` followed by `text`, wrapped (never cut) at the terminal width, the lines after the
-    first indented by `indent` spaces; a line of the text stays a line."""
-    width = width or terminal_width()
-    out, lead = [], first
-    for line in text.splitlines() or [""]:
-        out.append(textwrap.fill(line, width=max(width, len(lead) + 20), initial_indent=lead,
-                                 subsequent_indent=" " * indent, break_long_words=False,
-                                 break_on_hyphens=False) or lead.rstrip())
-        lead = " " * indent
-    return "\n".join(out)
 
 
 def failure_lines(t: Graded, indent: int) -> list[str]:

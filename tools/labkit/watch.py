@@ -9,11 +9,12 @@ of them at a time (a lock), and never shows results of a binary older than the f
 during the build is built again before the tests run. Ctrl-C stops it."""
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 from labkit import build as cmake
-from labkit import diagnosis, grading, hints, reports, stamps
+from labkit import diagnosis, grading, hints, reports, stamps, text
 from labkit.labs import Lab, pick, require_solutions
 from labkit.paths import shown
 
@@ -43,7 +44,7 @@ def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
     lab = g.lab
     if not g.built:
         return [f"Score: 0 / {g.max_score}   the lab does not build:", "",
-                reports.wrapped(g.build_error, "  ", 2)]
+                text.wrapped(g.build_error, "  ", 2)]
     passed = sum(t.status == "passed" for t in g.tests)
     lines = [f"Score: {g.score} / {g.max_score}   ({passed} of {len(g.tests)} graded tests pass)"]
     first, diagnosed = diagnosis.first_message(g)
@@ -53,20 +54,20 @@ def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
     lines += ["", f"First test to fix: {first.name}"
               + (f"   ({kind})" if kind not in (first.status, "wrong value") else "")]
     what = reports.why(first)
-    lines.append(reports.wrapped(what, f"  {first.status}: " if what else f"  {first.status}", 4))
+    lines.append(text.wrapped(what, f"  {first.status}: " if what else f"  {first.status}", 4))
     if verbose and first.failures:
         lines += reports.failure_lines(first, 4)
     elif first.failures:
         more = reports.why_more(first, f"tools/lab watch {lab.number} --verbose, or "
                                        f"tools/lab grade {lab.number} --verbose")
         if more:
-            lines.append(reports.wrapped(more, "  ", 4))
+            lines.append(text.wrapped(more, "  ", 4))
     if first.hint:
-        lines.append(reports.wrapped(first.hint, "  hint: ", 8))
+        lines.append(text.wrapped(first.hint, "  hint: ", 8))
     for line in diagnosed:
-        lines.append(reports.wrapped(line, "  ", 4))
+        lines.append(text.wrapped(line, "  ", 4))
     if first.status != "not implemented":
-        lines.append(reports.wrapped(hints.usage_line(lab), "  ", 4))
+        lines.append(text.wrapped(hints.usage_line(lab), "  ", 4))
     others = sum(t.status != "passed" for t in g.tests) - 1
     if others:
         lines.append(f"\n  ({others} other test{'s' if others > 1 else ''} fail too: "
@@ -76,20 +77,21 @@ def report(g: grading.LabGrade, build: Path, verbose: bool) -> list[str]:
     return lines
 
 
-def show(lab: Lab, build: Path, options: dict[str, str], impl: str, verbose: bool) -> dict[str, str]:
+def show(lab: Lab, build: Path, options: dict[str, str], impl: str, verbose: bool,
+         env: dict[str, str] | None = None) -> dict[str, str]:
     """Grades the lab once and shows the result; returns the digest of the sources it graded."""
     started = time.strftime("%H:%M:%S")
     start = time.monotonic()
     print(header(lab, impl, f"grading since {started}"), flush=True)
     ticker = grading.BuildTicker()
 
-    def say(text: str) -> None:   # only what a student needs to see while it builds
-        if "again" in text or "waiting" in text or text.endswith("testing"):
-            print(grading.BuildTicker.clear() + text, flush=True)
+    def say(line: str) -> None:   # only what a student needs to see while it builds
+        if "again" in line or "waiting" in line or line.endswith("testing"):
+            print(grading.BuildTicker.clear() + line, flush=True)
 
     with cmake.lock(build, f"watch {lab.number}", say):
         cmake.configure(build, options, quiet=True)
-        g = grading.grade([lab], build, progress=say, tick=ticker)[0]
+        g = grading.grade([lab], build, progress=say, tick=ticker, env=env)[0]
     finished = f"graded {time.strftime('%H:%M:%S')}, in {time.monotonic() - start:.0f} s"
     print(header(lab, impl, finished) + "\n".join(report(g, build, verbose)))
     print(f"\nWatching labs/{lab.room}/ — save a file to grade again; Ctrl-C stops.", flush=True)
@@ -101,9 +103,11 @@ def main(args) -> int:
     if args.impl == "solution":
         require_solutions("watch --impl solution")
     build, options = grading.grade_build(args.impl)
+    schedule = getattr(args, "schedule", None)
+    env = dict(os.environ, SIMT_SCHEDULE=schedule) if schedule else None
     try:
         seen: dict = {}   # empty: the first look compares contents (a save during a grading)
-        graded = show(lab, build, options, args.impl, args.verbose)
+        graded = show(lab, build, options, args.impl, args.verbose, env)
         while True:
             time.sleep(args.interval)
             if snapshot(lab, args.impl) == seen:
@@ -112,7 +116,7 @@ def main(args) -> int:
             seen = snapshot(lab, args.impl)
             # A file saved unchanged (its time moved, not its bytes) is no change.
             if stamps.digest(stamps.sources(lab, args.impl)) != graded:
-                graded = show(lab, build, options, args.impl, args.verbose)
+                graded = show(lab, build, options, args.impl, args.verbose, env)
                 seen = {}
     except KeyboardInterrupt:
         print(grading.BuildTicker.clear() + "\ntools/lab watch: stopped.")

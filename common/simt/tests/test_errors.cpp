@@ -335,8 +335,8 @@ TEST(SimtErrors, DynamicSharedMemoryAboveTheDefaultNeedsTheOptIn) {
   EXPECT_EQ(simt::max_dynamic_shared_bytes(big_shared_kernel), simt::kMaxDynamicSharedOptIn);
   simt::set_max_dynamic_shared_bytes(big_shared_kernel, bytes);
   simt::launch(big_shared_kernel, dim3(1), dim3(32), bytes);  // now allowed
-  ExpectKernelError([] { simt::set_max_dynamic_shared_bytes(big_shared_kernel, 200 * 1024); },
-                    {"expected at most 98304"});
+  ExpectKernelError([] { simt::set_max_dynamic_shared_bytes(big_shared_kernel, 240 * 1024); },
+                    {"expected at most 232448"});
 }
 
 // ---- The watchdog --------------------------------------------------------------------------

@@ -80,30 +80,47 @@ class Session final : public SessionBase {
         max_seq_len_(a.max_seq_len),
         scale_(a.scale) {}
 
-  void run() override {
+  /// The checked launch of tests and paged_attention_v1: waited for and asked for the flag.
+  void launch() override {
+    enqueue();
+    finish();
+  }
+
+  /// Queues the kernel without waiting (simt::enqueue): the path the benchmark times.
+  void enqueue() override {
     if (num_seqs_ == 0) return;
     with_v1_config(dtype_, head_size_, block_size_, [&](auto config) {
       using Config = decltype(config);
       using scalar_t = typename Config::scalar_t;
       const auto kernel = v1_kernel<Config>();
       const std::size_t shared_bytes = v1_shared_mem_bytes(head_size_, block_size_, max_seq_len_);
-      simt::set_max_dynamic_shared_bytes(kernel, shared_bytes);  // opt in past the 48 KiB default
+      if (!opted_in_) {  // opt in past the 48 KiB default, once: not a host call per timed span
+        simt::set_max_dynamic_shared_bytes(kernel, shared_bytes);
+        opted_in_ = true;
+      }
 
       const int kv_head_stride = head_size_ * block_size_;
       const int kv_block_stride = num_kv_heads_ * kv_head_stride;
-      simt::launch(kernel, dim3(num_heads_, num_seqs_), dim3(kNumThreads), shared_bytes,
-                   as_elements<scalar_t>(out_), as_elements<const scalar_t>(query_),
-                   as_elements<const scalar_t>(key_cache_),
-                   as_elements<const scalar_t>(value_cache_), num_kv_heads_, scale_,
-                   block_tables_.data(), seq_lens_.data(), max_num_blocks_per_seq_,
-                   num_heads_ * head_size_, kv_block_stride, kv_head_stride);
-      throw_if_todo("paged_attention_v1_kernel", PA_LAB_IMPL);
+      simt::enqueue(kernel, dim3(num_heads_, num_seqs_), dim3(kNumThreads), shared_bytes,
+                    as_elements<scalar_t>(out_), as_elements<const scalar_t>(query_),
+                    as_elements<const scalar_t>(key_cache_),
+                    as_elements<const scalar_t>(value_cache_), num_kv_heads_, scale_,
+                    block_tables_.data(), seq_lens_.data(), max_num_blocks_per_seq_,
+                    num_heads_ * head_size_, kv_block_stride, kv_head_stride);
     });
+  }
+
+  /// Waits for the queued launches and throws what they left: a kernel's fault, or
+  /// NotImplemented when the kernel is still a skeleton.
+  void finish() const override {
+    simt::synchronize();
+    throw_if_todo("paged_attention_v1_kernel", PA_LAB_IMPL);
   }
 
  private:
   int num_kv_heads_, block_size_, max_seq_len_;
   float scale_;
+  bool opted_in_ = false;  // the kernel's shared-memory opt-in is made
 };
 /// [launcher]
 

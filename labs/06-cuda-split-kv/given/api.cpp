@@ -29,6 +29,13 @@ void paged_attention_v2(Backend backend, Tensor& out, Tensor& exp_sums, Tensor& 
       .paged_attention_v2(args, out, exp_sums, max_logits, tmp_out);
 }
 
+int choose_partition_size(Backend backend, DType dtype, int head_size, int block_size,
+                          int num_seqs, int num_heads, int max_seq_len) {
+  const int slots =
+      launchers(backend, "choose_partition_size").attention_slots(dtype, head_size, block_size);
+  return v2_partition_size(num_seqs, num_heads, max_seq_len, slots);
+}
+
 bool cuda_device_present() {
   return has_cuda_device<Launchers>(PA_CUDA_BACKEND_OR_NULL(cuda::launchers()));
 }

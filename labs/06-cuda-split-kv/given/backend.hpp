@@ -27,6 +27,9 @@ class Launchers : public SessionLaunchers<AttentionArgs> {
   /// put there, and comes back with the output.
   virtual void paged_attention_v2(const AttentionArgs& args, Tensor& out, Tensor& exp_sums,
                                   Tensor& max_logits, Tensor& tmp_out) const = 0;
+  /// Attention blocks the device runs at once (blocks per SM × SMs, simt::occupancy; on the
+  /// emulator an H100's at kDesignRegisters) for one instantiation at kPartitionSize.
+  virtual int attention_slots(DType dtype, int head_size, int block_size) const = 0;
 };
 
 namespace emu {

@@ -12,6 +12,16 @@ const Launchers& launchers(Backend backend, const char* function) {
                                  PA_CUDA_BACKEND_OR_NULL(cuda::launchers()), function);
 }
 
+/// The partition size of a checked call: the caller's, or default_partition_size on the slots
+/// of `backend`'s device (its launchers' decode_slots), worked out here, once.
+int chosen_partition_size(const Launchers& backend, const DecodeArgs& a) {
+  if (a.partition_size != 0) return a.partition_size;
+  const int slots = backend.decode_slots(a.query.dtype(), static_cast<int>(a.query.size(2)),
+                                         static_cast<int>(a.key_cache.size(1)));
+  return default_partition_size(static_cast<int>(a.query.size(0)),
+                                static_cast<int>(a.key_cache.size(2)), a.max_seq_len, slots);
+}
+
 }  // namespace
 
 void reshape_and_cache_flash(Backend backend, const Tensor& key, const Tensor& value,
@@ -27,10 +37,12 @@ void gqa_decode(Backend backend, Tensor& out, const Tensor& query, const Tensor&
                 const Tensor& seq_lens, int max_seq_len, int partition_size) {
   DecodeArgs args{query,    key_cache,   value_cache,   scale,
                   block_tables, seq_lens, max_seq_len, partition_size};
-  args.partition_size = checks::decode("gqa_decode", args);
+  checks::decode("gqa_decode", args);
   checks::out_like_query("gqa_decode", out, query);
   if (query.size(0) == 0) return;
-  auto session = launchers(backend, "gqa_decode").open_session(args);
+  const Launchers& on = launchers(backend, "gqa_decode");
+  args.partition_size = chosen_partition_size(on, args);
+  auto session = on.open_session(args);
   session->launch();
   session->download(out);
 }
@@ -44,8 +56,10 @@ DeviceSession::DeviceSession(Backend backend, const Tensor& query, const Tensor&
                              const Tensor& seq_lens, int max_seq_len, int partition_size) {
   DecodeArgs args{query,    key_cache,   value_cache,   scale,
                   block_tables, seq_lens, max_seq_len, partition_size};
-  partition_size_ = args.partition_size = checks::decode("DeviceSession", args);
-  open(launchers(backend, "DeviceSession").open_session(args));
+  checks::decode("DeviceSession", args);
+  const Launchers& on = launchers(backend, "DeviceSession");
+  partition_size_ = args.partition_size = chosen_partition_size(on, args);
+  open(on.open_session(args));
 }
 
 }  // namespace pa::cuda_gqa

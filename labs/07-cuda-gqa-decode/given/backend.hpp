@@ -17,7 +17,7 @@ struct DecodeArgs {
   const Tensor& block_tables;  // [num_seqs, max_num_blocks_per_seq] int32
   const Tensor& seq_lens;      // [num_seqs] int32
   int max_seq_len;
-  int partition_size;  // the caller's (0: the default); the launchers get checks::decode's
+  int partition_size;  // the caller's (0: the default); the launchers get api.cpp's choice
 };
 
 /// One backend's build of the kernels and their host launchers: sessions over DecodeArgs, and
@@ -27,6 +27,9 @@ class Launchers : public SessionLaunchers<DecodeArgs> {
   /// reshape_and_cache_flash on checked arguments with at least one token.
   virtual void reshape_and_cache_flash(const Tensor& key, const Tensor& value, Tensor& key_cache,
                                        Tensor& value_cache, const Tensor& slot_mapping) const = 0;
+  /// Decode blocks the device runs at once (blocks per SM × SMs, simt::occupancy; on the
+  /// emulator an H100's at kDesignRegisters) for one instantiation: what sizes the default split.
+  virtual int decode_slots(DType dtype, int head_size, int block_size) const = 0;
 };
 
 namespace emu {

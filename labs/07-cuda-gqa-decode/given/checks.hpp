@@ -47,10 +47,10 @@ inline void reshape_and_cache_flash(const Tensor& key, const Tensor& value,
 /// Checks the operands of a decode call: float16 or bfloat16, supported head and block sizes,
 /// the flash layout for both caches, a group of at most kMaxGroupSize query heads per kv head,
 /// int32 block tables, 1 <= seq_len <= min(max_seq_len, the table's capacity), every block a
-/// sequence reads inside the cache, and a partition size that is 0 or whole tiles.
-/// `function` prefixes the messages. Returns the partition size the launch uses: args'
-/// partition_size, or default_partition_size for 0 (worked out here, once).
-inline int decode(const char* function, const DecodeArgs& args) {
+/// sequence reads inside the cache, and a partition size that is 0 or whole tiles up to
+/// kMaxPartitionSize.
+/// `function` prefixes the messages.
+inline void decode(const char* function, const DecodeArgs& args) {
   const ArgCheck check(function);
   const Tensor& query = args.query;
   rank_is(check, "query", query, 3, "[num_seqs, num_heads, head_size]");
@@ -97,18 +97,19 @@ inline int decode(const char* function, const DecodeArgs& args) {
   if (args.partition_size != 0) {
     check.multiple_of("partition_size", args.partition_size, kTileTokens,
                       "kTileTokens (or 0 for the default)");
+    check.at_most("partition_size", args.partition_size, kMaxPartitionSize,
+                  "kMaxPartitionSize: the kernel stages a partition's block-table slice in "
+                  "shared memory");
   }
-  const int partition_size =
-      args.partition_size != 0
-          ? args.partition_size
-          : default_partition_size(static_cast<int>(num_seqs), static_cast<int>(num_kv_heads),
-                                   args.max_seq_len);
+  // The default is never shorter than max_seq_len / kMaxSplits, nor than a tile, and may be
+  // kMaxPartitionSize: its grid has at most max(kMaxSplits, ceil(max_seq_len / that)) partitions.
+  const std::int64_t partition_size =
+      args.partition_size != 0 ? args.partition_size : kMaxPartitionSize;
   check.at_most("ceil(max_seq_len / partition_size)",
                 (std::int64_t{args.max_seq_len} + partition_size - 1) / partition_size, 65535,
                 "a grid's z extent: choose a larger partition_size");
 
   sequences_in_cache(check, block_tables, seq_lens, block_size, num_blocks, args.max_seq_len);
-  return partition_size;
 }
 
 /// Checks that `out` has query's dtype and shape.

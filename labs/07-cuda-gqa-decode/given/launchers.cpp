@@ -18,6 +18,7 @@
 #include "given/kernel_support.cuh"
 #include "pa/device_session.cuh"
 #include "pa/device_tensors.cuh"
+#include "simt/occupancy.hpp"
 #include "simt/timing.hpp"
 
 #include PA_LAB_IMPL  // the kernels: reshape_and_cache_flash_kernel, gqa_decode_kernel
@@ -52,8 +53,8 @@ void with_decode_config(DType dtype, int head_size, int block_size, F&& f) {
 /// the split, and the launch on them.
 class Session final : public SessionBase {
  public:
-  /// Copies the operands to the device; api.cpp has run checks::decode on them, which also
-  /// turned a partition size of 0 into the default one.
+  /// Copies the operands to the device; api.cpp has run checks::decode on them and turned a
+  /// partition size of 0 into the default one (default_partition_size on decode_slots).
   explicit Session(const DecodeArgs& a)
       : SessionBase(a),
         block_size_(static_cast<int>(a.key_cache.size(1))),
@@ -68,7 +69,9 @@ class Session final : public SessionBase {
     max_logits_ = nan_floats(rows);            // [num_seqs, num_heads, max_partitions]
     tmp_out_ = nan_floats(rows * head_size_);  // [.., max_partitions, head_size]
     arrivals_ = simt::DeviceBuffer<int>(std::size_t(num_seqs_) * num_kv_heads_);  // [seqs, kv]
-    arrivals_.fill_bytes(0);  // the kernel leaves it at 0 again after every launch
+    // Zero at the session's start; every launch leaves it at 0 again (the last partition of a
+    // pair resets its counter), and a launch that fails zeroes it again before it reports.
+    arrivals_.fill_bytes(0);
     // The names the emulator's memory checker gives an access past these buffers' ends
     // (SessionBase names the operands).
     exp_sums_.set_name("exp_sums");
@@ -85,7 +88,25 @@ class Session final : public SessionBase {
     });
   }
 
-  void run() override {
+  /// The checked launch of tests and gqa_decode: queued, waited for and asked for the flag.
+  void launch() override {
+    // NaN first: a launch that writes nothing (a merge that never happens because the arrival
+    // counters were left counting) cannot pass on the previous launch's answer.
+    out_.fill_bytes(0xFF);
+    try {
+      enqueue();
+      finish();
+    } catch (...) {
+      // A launch that died mid-grid may have left some pairs counted but never merged: the
+      // next launch would then take the wrong block for the last one. Start it from zero.
+      arrivals_.fill_bytes(0);
+      throw;
+    }
+  }
+
+ protected:
+  /// Queues the kernel without waiting (simt::enqueue): the path the benchmark times.
+  void enqueue() override {
     with_decode_config(dtype_, head_size_, block_size_, [&](auto config) {
       using Config = decltype(config);
       using scalar_t = typename Config::scalar_t;
@@ -94,15 +115,19 @@ class Session final : public SessionBase {
 
       const int kv_token_stride = num_kv_heads_ * head_size_;  // one token's heads side by side
       const std::int64_t kv_block_stride = std::int64_t{block_size_} * kv_token_stride;
-      simt::launch(kernel, dim3(num_kv_heads_, num_seqs_, max_num_partitions_), dim3(kNumThreads),
-                   shared_bytes, as_elements<scalar_t>(out_), exp_sums_.data(), max_logits_.data(),
-                   tmp_out_.data(), arrivals_.data(), as_elements<const scalar_t>(query_),
-                   as_elements<const scalar_t>(key_cache_),
-                   as_elements<const scalar_t>(value_cache_), num_heads_, scale_,
-                   block_tables_.data(), seq_lens_.data(), max_num_blocks_per_seq_, partition_size_,
-                   num_heads_ * head_size_, kv_block_stride, kv_token_stride);
-      throw_if_todo("gqa_decode_kernel", PA_LAB_IMPL);
+      simt::enqueue(kernel, dim3(num_kv_heads_, num_seqs_, max_num_partitions_), dim3(kNumThreads),
+                    shared_bytes, as_elements<scalar_t>(out_), exp_sums_.data(), max_logits_.data(),
+                    tmp_out_.data(), arrivals_.data(), as_elements<const scalar_t>(query_),
+                    as_elements<const scalar_t>(key_cache_),
+                    as_elements<const scalar_t>(value_cache_), num_heads_, scale_,
+                    block_tables_.data(), seq_lens_.data(), max_num_blocks_per_seq_,
+                    partition_size_, num_heads_ * head_size_, kv_block_stride, kv_token_stride);
     });
+  }
+
+  void finish() const override {
+    simt::synchronize();
+    throw_if_todo("gqa_decode_kernel", PA_LAB_IMPL);
   }
 
  private:
@@ -115,6 +140,21 @@ class Session final : public SessionBase {
 
 class BackendLaunchers final : public BackendLaunchersBase<Launchers, Session> {
  public:
+  /// [decode_slots]
+  int decode_slots(DType dtype, int head_size, int block_size) const override {
+    int slots = 1;
+    with_decode_config(dtype, head_size, block_size, [&](auto config) {
+      using Config = decltype(config);
+      const auto kernel =
+          &gqa_decode_kernel<typename Config::scalar_t, Config::head_size, Config::block_size>;
+      const std::size_t bytes = SharedLayout{Config::head_size}.bytes();
+      simt::set_max_dynamic_shared_bytes(kernel, bytes);  // the occupancy query counts it
+      slots = simt::occupancy(kernel, kNumThreads, bytes, kDesignRegisters).slots();
+    });
+    return slots;
+  }
+  /// [decode_slots]
+
   /// [reshape_and_cache_flash]
   void reshape_and_cache_flash(const Tensor& key, const Tensor& value, Tensor& key_cache,
                                Tensor& value_cache, const Tensor& slot_mapping) const override {

@@ -24,7 +24,7 @@ the browser check adds Debian's Selenium.
   a screenshot of each page at 1400 px and of its key elements (test table, figures, widest
   snippet).
 
-Run alone: /usr/bin/python3 tools/docs_check.py build/docs/html [--screenshots DIR] [--no-browser]
+Run alone: /usr/bin/python3 docs/book_check.py build/docs/html [--screenshots DIR] [--no-browser]
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/: the labkit package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))  # labkit
 from labkit.labs import labs as _labs  # noqa: E402  (lab discovery: one place, labkit)
 
 # External links are allowed only as references: inside a chapter's References section (any

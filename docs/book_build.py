@@ -4,7 +4,7 @@
 The book is the Doxygen target `docs` of docs/CMakeLists.txt, configured on its own
 (cmake -S docs -B build/docs), so building it needs no compiler, Eigen or GoogleTest. Every
 Doxygen warning is an error. The site lands in build/docs/html; this prints where to open it.
-With --check it then runs tools/docs_check.py: the book's structure, a link check over the
+With --check it then runs docs/book_check.py: the book's structure, a link check over the
 generated HTML, and a browser check in headless, offline chromium (driven by Debian's Selenium
 and chromedriver) with the layout check at 1400, 1920 and 900 px and a screenshot per page.
 """
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/: the labkit package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))  # labkit
 from labkit.paths import ROOT, build_dir  # noqa: E402
 BUILD = build_dir("docs")
 
@@ -64,7 +64,7 @@ def main(argv: list[str], ensure_packages: Callable[[list[str]], None]) -> int:
     ensure_packages(BUILD_PACKAGES + (CHECK_PACKAGES if args.check else []))
 
     html = build_dir / "html"
-    from docs_check import hints_check   # the hints beside the chapters are part of the book
+    from book_check import hints_check   # the hints beside the chapters are part of the book
     bad_hints = hints_check(ROOT)
     if bad_hints:
         print("tools/lab docs: the hints (labs/NN-*/hints.json) have problems:\n  "
@@ -87,7 +87,7 @@ def main(argv: list[str], ensure_packages: Callable[[list[str]], None]) -> int:
         return 0
     start = time.monotonic()
     python = _python_with_selenium()
-    check = [python, str(ROOT / "tools" / "docs_check.py"), str(html), "--repo", str(ROOT),
+    check = [python, str(ROOT / "docs" / "book_check.py"), str(html), "--repo", str(ROOT),
              "--screenshots", str(build_dir / "screenshots")]
     if python != sys.executable:
         print(f"tools/lab docs: the browser check runs under {python} (it has Selenium)")
