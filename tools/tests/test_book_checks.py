@@ -190,9 +190,24 @@ class TidyHtmlTest(unittest.TestCase):
                       '</span>', out)
         self.assertIn('<code class="book-nowrap">-fsanitize=address</code>', out)
 
-    def test_code_with_spaces_still_wraps(self):
-        text = "<code>[num_blocks, block_size]</code>"
+    def test_long_code_with_spaces_still_wraps(self):
+        text = "<code>[num_blocks, num_kv_heads, head_size / x, block_size, x]</code>"
         self.assertEqual(self.tidy(text), text)
+
+    def test_short_expressions_and_linked_paths_do_not_break(self):
+        for code in ("[N + 1]", "is_causal = (q_len == kv_len)", "(num_heads, num_seqs)",
+                     "page_stride = num_kv_heads × head_size"):
+            self.assertEqual(self.tidy(f"<code>{code}</code>"),
+                             f'<code class="book-nowrap">{code}</code>', code)
+        path = "labs/02-online-softmax/online_softmax.hpp"
+        self.assertEqual(self.tidy(f'<code><a class="el" href="x.html">{path}</a></code>'),
+                         f'<code class="book-nowrap"><a class="el" href="x.html">{path}</a></code>')
+
+    def test_headings_and_titles_start_and_end_with_their_text(self):
+        self.assertEqual(self.tidy('<h1><a class="anchor" id="lab_03_why"></a>\nWhy</h1>'),
+                         '<h1><a class="anchor" id="lab_03_why"></a>Why</h1>')
+        self.assertEqual(self.tidy('<div class="title">Introduction </div>'),
+                         '<div class="title">Introduction</div>')
 
 
 class FigureLinksTest(unittest.TestCase):
