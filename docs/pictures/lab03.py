@@ -121,9 +121,9 @@ def cascade() -> Figure:
         yc = ry + r * row
         h = hue(r if r < 3 else 6)
         f.arrow(bus, yc - 10, bx - 1, yc - 10, color=SHARED.ink)
-        f.box(bx, yc - 19, bw, 18, f"prefix state q{r}", fill=SHARED.fill, stroke=SHARED.ink,
+        f.box(bx, yc - 19, bw, 18, f"prefix of q{r}", fill=SHARED.fill, stroke=SHARED.ink,
               rx=0, size=SIZE_SMALL)
-        f.box(bx, yc + 1, bw, 18, f"suffix state q{r}", fill=h.fill, stroke=h.ink, rx=0,
+        f.box(bx, yc + 1, bw, 18, f"suffix of q{r}", fill=h.fill, stroke=h.ink, rx=0,
               size=SIZE_SMALL)
         f.rect(mx - 12, yc - 12, 24, 24, fill=STATE.fill, stroke=STATE.ink, rx=12)
         f.text(mx, yc, "⊕", size=14, anchor="middle")
