@@ -146,6 +146,18 @@ class BookChecksTest(unittest.TestCase):
                                       'data="ok.svg"></object></div>')
         self.assertEqual(check.figure_text_check(self.site.dir, self.site.pages, 840), [])
 
+    def test_figure_text_at_a_narrow_window(self):
+        # 11 px text in an 820 px figure shows at 11 * 638 / 820 = 8.6 px at a 900 px window;
+        # 12 px at 9.3 px.
+        self.site.svg("small.svg", '<text x="1" y="1" font-size="11">T0</text>', width=820)
+        self.site.svg("fine.svg", '<text x="1" y="1" font-size="12">T0</text>', width=820)
+        self.site.page("lab_05.html", '<div class="image"><img src="small.svg"/></div>'
+                                      '<div class="image"><img src="fine.svg"/></div>')
+        problems = check.figure_text_check(self.site.dir, self.site.pages, 638, 9)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("small.svg", problems[0])
+        self.assertIn("smaller than 9 px", problems[0])
+
     def test_the_whole_check_fails_on_a_planted_site(self):
         """run_checks (what `tools/lab docs --check` runs), without the browser: a site with one
         defect of each reader class fails, naming each."""
