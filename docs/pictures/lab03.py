@@ -31,7 +31,7 @@ def threads() -> Figure:
     for i in range(NUM_PARTITIONS):
         x0, x1 = keys.left(starts[i]), keys.right(starts[i] + sizes[i] - 1)
         f.line(x0, 28, x0, 60, stroke=INK, sw=1.2)
-        f.text((x0 + x1) / 2, 44, f"P{i}", size=SIZE_SMALL, anchor="middle", weight="bold")
+        f.text((x0 + x1) / 2, 44, f"p{i}", size=SIZE_SMALL, anchor="middle", weight="bold")
         sx = kx + i * slot_pitch
         f.arrow((x0 + x1) / 2, 58, sx + slot_w / 2, slot_y - 1, color=hue(owner[i]).ink)
     f.line(keys.right(NUM_KEYS - 1), 28, keys.right(NUM_KEYS - 1), 60, stroke=INK, sw=1.2)
