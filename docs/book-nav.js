@@ -15,6 +15,10 @@ var BookNav = {
       for (var i = 0; i < nodes.length; ++i) {
         var title = nodes[i][0], url = nodes[i][1], children = nodes[i][2];
         if (url === "files.html") continue;  // the API reference is not read in order
+        // A group that opens on its first child's page ("Appendices" on Appendix A) leaves the
+        // page to the child, so the link is titled with the page's own name.
+        var firstChildUrl = Array.isArray(children) && children.length > 0 ? children[0][1] : null;
+        if (url === firstChildUrl) { walk(children); continue; }
         if (typeof url === "string" && /^[A-Za-z0-9_.-]+\.html$/.test(url) && !seen[url]) {
           seen[url] = true;
           pages.push({ file: url, title: title });
@@ -104,10 +108,31 @@ var BookNav = {
     }
   },
 
+  /**
+   * On the front page the sidebar opens "Chapters", so the seven labs are in view: Doxygen's
+   * tree only opens the branch of the page shown, and the front page is its root. The tree is
+   * built after the page loads, so this waits for it (a few tries, then gives up quietly).
+   */
+  openChapters: function (tries) {
+    var here = window.location.pathname.split("/").pop() || "index.html";
+    if (here !== "index.html") return;
+    var items = document.querySelectorAll("#nav-tree-contents div.item");
+    for (var i = 0; i < items.length; ++i) {
+      var label = items[i].querySelector("span.label");
+      if (!label || label.textContent.trim() !== "Chapters") continue;
+      var toggle = items[i].querySelector("a[href^='javascript']");
+      var arrow = toggle && toggle.querySelector("span.arrow");
+      if (arrow && arrow.textContent.indexOf("\u25ba") >= 0) toggle.click();  // closed: open it
+      return;
+    }
+    if ((tries || 0) < 40) setTimeout(function () { BookNav.openChapters((tries || 0) + 1); }, 50);
+  },
+
   init: function () {
     function run() {
       BookNav.render();
       BookNav.breadcrumb();
+      BookNav.openChapters(0);
     }
     if (document.readyState === "loading") {
       document.addEventListener("DOMContentLoaded", run);

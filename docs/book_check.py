@@ -8,7 +8,8 @@ the browser check adds Debian's Selenium.
   book's sources (it ends the table; the rows after it print as literal text).
 - reader_text_check: the prose of every page (code and formulas left out) holds no literal
   Markdown table syntax, no snippet marker ("[backend]") and no commit hash.
-- figure_text_check: no text in a figure smaller than 11 px at the column width (the SVG's font
+- figure_text_check: no text in a figure smaller than 11 px at the column width, nor than 9 px at
+  a 900 px window's column (the SVG's font
   size times the scale the figure is drawn at).
 - link_check: every local href/src/data in the HTML (and SVG) and in the sidebar's data resolves
   to a file, and every #fragment to an id in it; nothing is loaded from the network; the only
@@ -317,6 +318,10 @@ def reader_text_check(html_dir: Path, pages: list[str]) -> list[str]:
 # figure wider than the column is scaled down to it). A reader can open a figure full size by
 # clicking it (docs/book-figures.js); at the column it must read without that.
 MIN_FIGURE_TEXT_PX = 11
+# ... and at a 900 px window (a laptop's split screen), where the column is about 640 px and a
+# figure is drawn at under 80%, at least this much.
+MIN_FIGURE_TEXT_PX_NARROW = 9
+NARROW_COLUMN_PX = 638  # the content column at a 900 px window; the browser measures it
 COLUMN_PX = 840  # the content column at a 1400 px window (docs/book.css); the browser measures it
 
 _LENGTH = re.compile(r"\s*([\d.]+)\s*(px|pt)?\s*")
@@ -392,9 +397,10 @@ def _figures_of(html_dir: Path, pages: list[str]) -> dict[str, list[str]]:
     return shown
 
 
-def figure_text_check(html_dir: Path, pages: list[str], column_px: float = COLUMN_PX) -> list[str]:
-    """Text in a figure smaller than MIN_FIGURE_TEXT_PX at the column width: the SVG's font size
-    times the scale it is drawn at."""
+def figure_text_check(html_dir: Path, pages: list[str], column_px: float = COLUMN_PX,
+                      min_px: float = MIN_FIGURE_TEXT_PX) -> list[str]:
+    """Text in a figure smaller than `min_px` at the column width: the SVG's font size times the
+    scale it is drawn at."""
     problems: list[str] = []
     for name, where in sorted(_figures_of(html_dir, pages).items()):
         svg = html_dir / name
@@ -405,12 +411,12 @@ def figure_text_check(html_dir: Path, pages: list[str], column_px: float = COLUM
         except Exception as e:  # noqa: BLE001 (a broken SVG is reported, not raised)
             problems.append(f"{name}: not readable as SVG ({e})")
             continue
-        small = sorted((px, t) for px, t in texts if px < MIN_FIGURE_TEXT_PX - 0.05)
+        small = sorted((px, t) for px, t in texts if px < min_px - 0.05)
         if small:
             sizes = sorted({round(px, 1) for px, _ in small})
             samples = "; ".join(f'"{t[:30]}"' for _, t in small[:3])
             problems.append(f"{name} (on {', '.join(sorted(set(where)))}): {len(small)} text(s) "
-                            f"smaller than {MIN_FIGURE_TEXT_PX} px at the {column_px:.0f} px column "
+                            f"smaller than {min_px:g} px at the {column_px:.0f} px column "
                             f"(drawn at {scale:.0%}; sizes {', '.join(f'{s:g}' for s in sizes)} px): "
                             f"{samples}")
     return problems
@@ -967,10 +973,12 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
         print(f"  layout problems: {layout}")
         measured = [c for r in results for w, c in r.columns.items() if w == WIDTHS[0] and c]
         column = min(measured) if measured else COLUMN_PX
+        narrow = [c for r in results for w, c in r.columns.items() if w == WIDTHS[2] and c]
+        narrow_column = min(narrow) if narrow else NARROW_COLUMN_PX
         print(f"  screenshots ({WIDTHS[0]} px): {shots_dir} (whole pages), "
               f"{shots_dir / 'elements'} (test tables, figures, the widest snippet of each page)")
     else:
-        column = COLUMN_PX
+        column, narrow_column = COLUMN_PX, NARROW_COLUMN_PX
 
     print(f"== Figure text at the column width ({column} px; at least {MIN_FIGURE_TEXT_PX} px)")
     problems = figure_text_check(html_dir, [f for f, _ in book_pages(html_dir)], column)
@@ -978,6 +986,15 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
         print(f"  FAIL {p}")
     if not problems:
         print(f"  ok: every text of every figure is at least {MIN_FIGURE_TEXT_PX} px at the column")
+    count += len(problems)
+    print(f"== Figure text at a {WIDTHS[2]} px window ({narrow_column} px column; at least "
+          f"{MIN_FIGURE_TEXT_PX_NARROW} px)")
+    problems = figure_text_check(html_dir, [f for f, _ in book_pages(html_dir)], narrow_column,
+                                 MIN_FIGURE_TEXT_PX_NARROW)
+    for p in problems:
+        print(f"  FAIL {p}")
+    if not problems:
+        print(f"  ok: every text of every figure is at least {MIN_FIGURE_TEXT_PX_NARROW} px there")
     count += len(problems)
     return count
 

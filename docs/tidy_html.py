@@ -5,10 +5,14 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
 - Doxygen writes a space before every inline formula, so "(\\f$B\\f$)" shows as "( B)": the space
   after an opening bracket and before a formula is dropped.
 - A browser may break inline code after a hyphen or a slash, so `-fsanitize=address` wrapped as
-  "-" / "fsanitize" and paths split mid-name: inline code of one word (no space, at most 40
-  characters) gets class `book-nowrap` (white-space: nowrap in book.css). Longer spans, shapes
-  with spaces among them, still wrap at their spaces; an opening bracket before such code and the
-  punctuation after it stay on its line.
+  "-" / "fsanitize" and paths split mid-name, and short expressions broke at their spaces
+  ("[N +" / "1]"): inline code of one word (no space, at most 64 characters: the longest path
+  of the book), linked or not, and any inline code of at most 40 characters gets class
+  `book-nowrap` (white-space: nowrap in book.css). Longer spans, long shapes with spaces among
+  them, still wrap at their spaces; an opening bracket before such code and the punctuation after
+  it stay on its line.
+- Doxygen starts every section heading with an empty line (the anchor, then a newline) and ends a
+  page title with a space: both are dropped, so a heading's text is its first line.
 Standard library only; a page is rewritten only when something changed.
 """
 from __future__ import annotations
@@ -18,7 +22,13 @@ import sys
 from pathlib import Path
 
 SPACE_BEFORE_MATH = re.compile(r"([(\[]) +(\\\(|\\\[)")
-ONE_WORD_CODE = re.compile(r"<code>([^<\s]{1,40})</code>")
+# One word up to 64 characters, or a short expression with spaces up to 40 (entities such as
+# &gt; count a few characters more than they show, which only errs towards wrapping).
+NOWRAP_CODE = re.compile(r"<code>([^<\s]{1,64}|[^<]{1,40})</code>")
+# The same, where Doxygen made the code a link to the API reference.
+NOWRAP_LINKED_CODE = re.compile(r"<code>(<a [^>]*>[^<\s]{1,64}</a>)</code>")
+HEADING_ANCHOR_NEWLINE = re.compile(r'(<h[1-6]><a class="anchor" id="[^"]*"></a>)\n')
+TITLE_TRAILING_SPACE = re.compile(r'(<div class="title">[^<]*?) +(</div>)')
 # The theme draws inline code as an inline block, which a line may break around: "(" then
 # `lab05_bench` on the next line. An opening bracket before such code and the punctuation after it
 # stay on its line.
@@ -33,7 +43,10 @@ def _keep_together(m: re.Match) -> str:
 
 def tidy(text: str) -> str:
     text = SPACE_BEFORE_MATH.sub(r"\1\2", text)
-    text = ONE_WORD_CODE.sub(r'<code class="book-nowrap">\1</code>', text)
+    text = NOWRAP_CODE.sub(r'<code class="book-nowrap">\1</code>', text)
+    text = NOWRAP_LINKED_CODE.sub(r'<code class="book-nowrap">\1</code>', text)
+    text = HEADING_ANCHOR_NEWLINE.sub(r"\1", text)
+    text = TITLE_TRAILING_SPACE.sub(r"\1\2", text)
     return CODE_WITH_PUNCTUATION.sub(_keep_together, text)
 
 

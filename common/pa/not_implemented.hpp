@@ -24,8 +24,9 @@ class NotImplemented : public std::logic_error {
       : std::logic_error("not implemented yet: " + std::string(function) + " — fill it in at " +
                          repo_relative(file)) {}
 
-  /// The part of `path` from its last "labs/" (or "solutions/") on, so the message is the same
-  /// on every machine, wherever the repository was cloned.
+  /// The part of `path` from its last "labs/" on — or, in a path without one, from its last
+  /// "solutions/", else its last "common/" (the roots are tried in that order) — so the message
+  /// is the same on every machine, wherever the repository was cloned.
   static std::string repo_relative(std::string_view path) {
     for (std::string_view root : {"labs/", "solutions/", "common/"}) {
       if (const auto at = path.rfind(root); at != std::string_view::npos) {

@@ -31,7 +31,7 @@ def threads() -> Figure:
     for i in range(NUM_PARTITIONS):
         x0, x1 = keys.left(starts[i]), keys.right(starts[i] + sizes[i] - 1)
         f.line(x0, 28, x0, 60, stroke=INK, sw=1.2)
-        f.text((x0 + x1) / 2, 44, f"P{i}", size=SIZE_SMALL, anchor="middle", weight="bold")
+        f.text((x0 + x1) / 2, 44, f"p{i}", size=SIZE_SMALL, anchor="middle", weight="bold")
         sx = kx + i * slot_pitch
         f.arrow((x0 + x1) / 2, 58, sx + slot_w / 2, slot_y - 1, color=hue(owner[i]).ink)
     f.line(keys.right(NUM_KEYS - 1), 28, keys.right(NUM_KEYS - 1), 60, stroke=INK, sw=1.2)
@@ -99,18 +99,18 @@ def cascade() -> Figure:
     for r in range(requests):
         y = y0 + r * row
         f.text(10, y + 11, f"q{r}", size=SIZE, mono=True)
-        f.box(38, y, prefix_w, 22, "shared prefix, P rows", fill=SHARED.fill, stroke=SHARED.ink,
+        f.box(38, y, prefix_w, 22, "shared prefix, n_pre rows", fill=SHARED.fill, stroke=SHARED.ink,
               rx=0, size=SIZE_SMALL)
         f.box(38 + prefix_w, y, suffix_w, 22, "", fill=hue(r if r < 3 else 6).fill,
               stroke=hue(r if r < 3 else 6).ink, rx=0)
         f.arrow(38 + prefix_w + suffix_w + 4, y + 11, 310, y + 11, color=MUTED)
         f.text(316, y + 11, f"o{r}", size=SIZE, mono=True)
-    f.text(10, y0 + requests * row + 10, "R (P + S) key rows read", size=SIZE_SMALL,
+    f.text(10, y0 + requests * row + 10, "R · (n_pre + n_suf) key rows read", size=SIZE_SMALL,
            fill=MUTED)
 
     # The cascade: the prefix once, for every query; one suffix per request; a merge each.
     px, py = 430, 44
-    f.box(px, py, prefix_w, 22, "shared prefix, P rows", fill=SHARED.fill, stroke=SHARED.ink,
+    f.box(px, py, prefix_w, 22, "shared prefix, n_pre rows", fill=SHARED.fill, stroke=SHARED.ink,
           rx=0, size=SIZE_SMALL)
     f.text(px, py + 36, "one pass for q0 … q3 together", size=SIZE_SMALL, fill=SHARED.ink)
     f.text(px, py + 50, "(a matrix product)", size=SIZE_SMALL, fill=SHARED.ink)
@@ -121,9 +121,9 @@ def cascade() -> Figure:
         yc = ry + r * row
         h = hue(r if r < 3 else 6)
         f.arrow(bus, yc - 10, bx - 1, yc - 10, color=SHARED.ink)
-        f.box(bx, yc - 19, bw, 18, f"prefix state q{r}", fill=SHARED.fill, stroke=SHARED.ink,
+        f.box(bx, yc - 19, bw, 18, f"prefix of q{r}", fill=SHARED.fill, stroke=SHARED.ink,
               rx=0, size=SIZE_SMALL)
-        f.box(bx, yc + 1, bw, 18, f"suffix state q{r}", fill=h.fill, stroke=h.ink, rx=0,
+        f.box(bx, yc + 1, bw, 18, f"suffix of q{r}", fill=h.fill, stroke=h.ink, rx=0,
               size=SIZE_SMALL)
         f.rect(mx - 12, yc - 12, 24, 24, fill=STATE.fill, stroke=STATE.ink, rx=12)
         f.text(mx, yc, "⊕", size=14, anchor="middle")
@@ -131,10 +131,10 @@ def cascade() -> Figure:
         f.arrow(bx + bw, yc + 10, mx - 12, yc + 3, color=h.ink)
         f.arrow(mx + 13, yc, mx + 28, yc, color=STATE.ink)
         f.text(mx + 31, yc, f"o{r}", size=SIZE, mono=True)
-    f.text(430, y0 + requests * row + 10, "P + R S key rows read", size=SIZE_SMALL,
+    f.text(430, y0 + requests * row + 10, "n_pre + R · n_suf key rows read", size=SIZE_SMALL,
            fill=MUTED)
-    y = f.paragraph(10, 270, "The lab's benchmark: R = 8 requests, a 512-token prefix P and "
-                    "64-token suffixes S: 8 · 576 = 4608 rows against 512 + 8 · 64 = 1024, 4.5 "
+    y = f.paragraph(10, 270, "The lab's benchmark: R = 8 requests, n_pre = 512 prefix tokens and "
+                    "n_suf = 64 suffix tokens each: 8 · 576 = 4608 rows against 512 + 8 · 64 = 1024, 4.5 "
                     "times fewer. Each ⊕ is lab 03's merge of the request's prefix state and "
                     "suffix state.", fill=MUTED)
     f.height = max(f.height, y)

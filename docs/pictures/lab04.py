@@ -40,11 +40,11 @@ def masks() -> Figure:
                 f.brace(g.left(c), g.right(L - 1), g.bottom(n - 1) + 4, "the chunk itself")
         x += g.width + 80
     f.legend(10, 226, [(VISIBLE, "attended"), (MASKED, "masked (−∞ before the softmax)")])
-    f.text(10, 252, "Query i sits at position L − n + i and sees keys 0 … L − n + i: the last "
-           "query always sees every key.", size=SIZE_SMALL, fill=MUTED)
-    f.text(10, 268, "A mask anchored top-left (j ≤ i) is right only for the fresh prefill; "
-           "is_causal = (n == L) only for the prefill and the decode.", size=SIZE_SMALL,
-           fill=MUTED)
+    y = f.paragraph(10, 252, "Query i sits at position L − n + i and sees keys 0 … L − n + i: "
+                    "the last query always sees every key. A mask anchored top-left (j ≤ i) is "
+                    "right only for the fresh prefill; is_causal = (n == L) only for the prefill "
+                    "and the decode.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 
@@ -86,8 +86,9 @@ def packed_q() -> Figure:
         f.line(qx - 16, y, qx, y, stroke=INK, sw=1.5)
         f.text(qx - 20, y, f"cu_seqlens_q[{s}] = {at}", size=SIZE_SMALL, anchor="end",
                mono=True)
-    f.text(10, 276, "Request s owns rows cu_seqlens_q[s] … cu_seqlens_q[s+1] − 1 of q and of "
-           "the output: a prefix sum of the new tokens only.", size=SIZE_SMALL, fill=MUTED)
+    y = f.paragraph(10, 276, "Request s owns rows cu_seqlens_q[s] … cu_seqlens_q[s+1] − 1 of q "
+                    "and of the output: a prefix sum of the new tokens only.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 
@@ -204,7 +205,7 @@ def write_read() -> Figure:
     # Request B's read: its table row, then its keys in logical order.
     blocks, cached, new, h = BATCH["B"]
     rx = 620
-    f.text(rx, 22, "B reads: block_table row 1", size=SIZE, weight="bold")
+    f.text(rx, 22, "B reads: table row 1", size=SIZE, weight="bold")
     for j, b in enumerate(blocks):
         y = py + 14 + j * 62
         f.box(rx, y, 70, 26, f"[{j}] = {b}", fill=h.fill, stroke=h.ink, rx=0, size=SIZE_SMALL,

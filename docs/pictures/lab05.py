@@ -65,8 +65,8 @@ def thread_map() -> Figure:
     y3 = 232
     f.text(10, y3, f"3. In a block of warp 0: group g reads token g; rank r reads bytes "
            f"8r … 8r + 7 of each 16-byte chunk (x = {X})", size=SIZE, weight="bold")
-    f.text(10, y3 + 16, "key_cache[block, kv_head, chunk i, token, 0 … 7]: a row below is one "
-           f"chunk index i across the {BLOCK_SIZE} tokens ({BLOCK_SIZE * 16} contiguous bytes)",
+    f.text(10, y3 + 17, f"key_cache[block, kv_head, chunk i, token, 0 … 7]: a row is chunk i of "
+           f"all {BLOCK_SIZE} tokens ({BLOCK_SIZE * 16} contiguous bytes)",
            size=SIZE_SMALL, fill=MUTED)
     shown = [0, 1, 2, None, NUM_CHUNKS - 1]  # None: the rows left out
     hw = 19  # one rank's half of a token's chunk
@@ -87,21 +87,19 @@ def thread_map() -> Figure:
                sw=0.8)
     f.text(kx - 6, ky - 9, "token:", size=SIZE_SMALL, anchor="end", fill=MUTED)
     for r, i in enumerate(shown):
-        label = "⋮" if i is None else f"chunk {i}: d {i * X}–{i * X + X - 1}"
+        label = "⋮" if i is None else f"i = {i}: d {i * X}–{i * X + X - 1}"
         f.text(kx - 6, grid.cy(r), label, size=SIZE_SMALL, anchor="end", fill=MUTED)
     f.vbrace(grid.right(BLOCK_SIZE * G - 1) + 3, grid.top(0) + 1, grid.bottom(0) - 1,
              ["one load:", "vec 0 of", "32 lanes"])
     foot = grid.bottom(len(shown) - 1) + 22
-    f.text(10, foot, f"Lane {2 * 5 + 1} = group 5, rank 1: its vec i is key_cache[block, "
-           f"kv_head, i, 5, 4 : 8] (d = 8i + 4 … 8i + 7), i = 0 … {NUM_CHUNKS - 1},",
-           size=SIZE_SMALL)
-    f.text(10, foot + 16, "and it multiplies them with q_vecs[1][i], the same slices of q. Vec i "
-           f"of all 32 lanes is one coalesced {BLOCK_SIZE * 16}-byte load;", size=SIZE_SMALL)
-    f.text(10, foot + 32, "the group's butterfly then adds its two partial dot products.",
-           size=SIZE_SMALL)
-    f.text(10, foot + 50, "The groups drawn are warp 0's; in warp w, group g is threads "
-           "32w + 2g and 32w + 2g + 1, reading token g of blocks w, w + 4, …", size=SIZE_SMALL,
-           fill=MUTED)
+    y = f.paragraph(10, foot, f"Lane {2 * 5 + 1} = group 5, rank 1: its vec i is key_cache[block, "
+                    f"kv_head, i, 5, 4 : 8] (d = 8i + 4 … 8i + 7), i = 0 … {NUM_CHUNKS - 1}, and "
+                    "it multiplies them with q_vecs[1][i], the same slices of q. Vec i of all 32 "
+                    f"lanes is one coalesced {BLOCK_SIZE * 16}-byte load; the group's butterfly "
+                    "then adds its two partial dot products.")
+    y = f.paragraph(10, y + 4, "The groups drawn are warp 0's; in warp w, group g is threads "
+                    "32w + 2g and 32w + 2g + 1, reading token g of blocks w, w + 4, …", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 
@@ -215,9 +213,9 @@ PHASES = [
       "logits[t] = e^{sₜ − qk_max}; warp sums → red_smem[4 + w]"],
      {"q": "q", "l": "e^{sₜ − m}", "m": "(read)", "s": "warp sums"}),
     (["cross-warp sum → exp_sum; logits[t] /= exp_sum"],
-     {"q": "q", "l": "pₜ (written)", "s": "(read)"}),
+     {"q": "q", "l": "wₜ (written)", "s": "(read)"}),
     (["Step 5: accs += p · V over the warp's blocks;",
-      "Step 6: fold the lanes that share a V row"], {"q": "q", "l": "pₜ (read)"}),
+      "Step 6: fold the lanes that share a V row"], {"q": "q", "l": "wₜ (read)"}),
     (["tree, round 1: warps 2 and 3 write their rows"], {"q": "q", "l": "out_smem: warps 2, 3"}),
     (["warps 0 and 1 add them"], {"q": "q", "l": "(read)"}),
     (["tree, round 2: warp 1 writes its rows"], {"q": "q", "l": "out_smem: warp 1"}),
@@ -346,12 +344,12 @@ def butterfly() -> Figure:
     for l in range(0, WARP_SIZE, 4):
         f.text(lx[l], rows[0] - 12, f"lane {l}" if l == 0 else str(l), size=SIZE_SMALL, anchor="middle",
                fill=MUTED)
-    f.vbrace(lx[-1] + 10, rows[-2] - 4, rows[-2] + 4, ["the max ends", "here for TG = 2"])
+    f.vbrace(lx[-1] + 10, rows[-2] - 4, rows[-2] + 4, ["the max ends", "here (TG = 2)"])
     f.vbrace(lx[-1] + 10, rows[-1] - 4, rows[-1] + 4, ["the sum ends", "here"])
-    f.text(10, rows[-1] + 26, "Bold: the five values lane 0 receives, which between them "
-           "carry all 32 lanes. Filled: lanes that hold the warp's result.", size=SIZE_SMALL,
-           fill=MUTED)
-    y = f.paragraph(10, rows[-1] + 42, "The max skips the masks below TG (they would fold a "
+    y = f.paragraph(10, rows[-1] + 26, "Bold: the five values lane 0 receives, which between "
+                    "them carry all 32 lanes. Filled: lanes that hold the warp's result.",
+                    fill=MUTED)
+    y = f.paragraph(10, y + 2, "The max skips the masks below TG (they would fold a "
                     "group into itself): after mask TG the group leaders (rank 0, lane 0 among "
                     "them) hold the warp's maximum and the other lanes −FLT_MAX. The sum runs to "
                     "mask 1, and every lane ends with the warp's sum. Either way lane 0 passes "
@@ -391,7 +389,7 @@ def gpu() -> Figure:
     end = f.legend(10, y, [(WARPS[0], "lab 05's v1 kernel (lab05_bench)"),
                            (WARPS[2], "FlashAttention via PyTorch SDPA, contiguous cache")])
     f.line(end, y - 7, end, y + 7, stroke=INK, sw=2)
-    f.text(end + 6, y, "a plain read of the same bytes", size=SIZE_SMALL)
+    f.text(end + 6, y, "a plain read, same bytes", size=SIZE_SMALL)
     return f
 
 

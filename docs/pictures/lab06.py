@@ -55,16 +55,17 @@ def grid() -> Figure:
     right = x0 + w * MAX_NUM_PARTITIONS + 34
     f.lines(right, y0 + 60, ["blockIdx.x: the query head", "(one layer per head, dashed)",
                              "blockIdx.y: the sequence (rows)",
-                             "blockIdx.z: the partition (columns)"],
+                             "blockIdx.z: the partition"],
             size=SIZE_SMALL, anchor="start", fill=MUTED, gap=1.6)
     y_legend = y0 + h * len(SEQ_LENS) + 28
     f.legend(x0, y_legend, [(STATE, "writes its partial (m, denom, acc) for the reduce"),
                             (DIRECT, "the only partition: writes out itself")])
     f.legend(x0, y_legend + 22, [(FREE, "past the sequence's end: returns before any read "
                                         "or write")])
-    f.text(x0, y_legend + 50, f"max_num_partitions = ceil(max_seq_len / {PARTITION_SIZE}) = "
-           f"{MAX_NUM_PARTITIONS}; each block reads at most {PARTITION_SIZE} tokens of one kv "
-           "head", size=SIZE_SMALL, fill=MUTED)
+    y = f.paragraph(x0, y_legend + 50, f"max_num_partitions = ceil(max_seq_len / {PARTITION_SIZE}) = "
+                    f"{MAX_NUM_PARTITIONS}; each block reads at most {PARTITION_SIZE} tokens of one "
+                    "kv head", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 
@@ -109,14 +110,13 @@ def scratch() -> Figure:
     f.text(tx, y + 4, "d = 0, 1, …, head_size − 1 →", size=SIZE_SMALL, fill=MUTED)
     f.text(812, y + 22, "[num_seqs, num_heads, max_num_partitions, head_size] float32",
            size=SIZE_SMALL, fill=MUTED, mono=True, anchor="end")
-    notes = ["entry (s, h, p) sits at (s · num_heads + h) · max_num_partitions + p; tmp_out "
-             "multiplies that by head_size and adds d.",
-             "The partition extent is max_num_partitions for every sequence. A one-partition "
-             "sequence (s1) and the partitions past a",
-             "sequence's own count (s1 p1, s1 p2, s2 p2) are never written and never read: "
-             "whatever a previous step left there stays."]
-    for i, note in enumerate(notes):
-        f.text(10, 270 + 18 * i, note, size=SIZE_SMALL, fill=INK if i == 0 else MUTED)
+    y = f.paragraph(10, 270, "entry (s, h, p) sits at (s · num_heads + h) · max_num_partitions "
+                    "+ p; tmp_out multiplies that by head_size and adds d.")
+    y = f.paragraph(10, y + 2, "The partition extent is max_num_partitions for every sequence. A "
+                    "one-partition sequence (s1) and the partitions past a sequence's own count "
+                    "(s1 p1, s1 p2, s2 p2) are never written and never read: whatever a previous "
+                    "step left there stays.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 
@@ -145,7 +145,7 @@ def reduce() -> Figure:
                 color=hue(p).ink)
     f.box(centre - 260, wy, 520, 40,
           [f"wₚ = e^{{mₚ − M}}, a tile of {NUM_THREADS} partitions at a time",
-           "weights[] in shared memory: a barrier after writing, one before the next tile"],
+           "weights[] in shared memory; barriers around each tile"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
     f.arrow(centre, my - 1, centre, wy + 41, color=STATE.ink)
     f.box(40, sy, 330, 40, ["denom = Σₚ wₚ · denomₚ",
@@ -160,9 +160,9 @@ def reduce() -> Figure:
           stroke=INK, size=SIZE_SMALL, mono=True)
     f.arrow(205, sy - 1, centre - 60, 53, color=INK)
     f.arrow(615, sy - 1, centre + 60, 53, color=INK)
-    f.text(10, by + 64, "The same partition order and the same trees on every run: the result "
-           "does not depend on which attention block finished first.", size=SIZE_SMALL,
-           fill=MUTED)
+    y = f.paragraph(10, by + 64, "The same partition order and the same trees on every run: the "
+                    "result does not depend on which attention block finished first.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 

@@ -46,8 +46,8 @@ def gqa_reads() -> Figure:
             f.text(x0 + 200, 286, "every byte loaded 8 times: bytes moved = 8 × bytes counted",
                    size=SIZE_SMALL, anchor="middle", fill=POISON.ink, weight="bold")
         else:
-            f.box(x0 + 100, 40, 200, 60, ["1 thread block (per partition)",
-                                          "a tile with 8 rows: heads 8-15"],
+            f.box(x0 + 100, 40, 200, 60, ["1 block per partition",
+                                          "a tile of 8 rows: heads 8-15"],
                   fill=WARPS[2].fill, stroke=WARPS[2].ink, size=SIZE_SMALL)
             for k in range(4):
                 f.line(x0 + 200, 102, x0 + 65 + 90 * k, cy - 2, stroke=WARPS[2].ink, sw=1.2,
@@ -87,8 +87,9 @@ def layouts() -> Figure:
                          colour(order_v0[i][0], order_v0[i][2])), size=SIZE_SMALL)
     half = tokens * chunks * cell_w
     f.brace(x0, x0 + half, 34 + cell_h + 2, "kv head 0: one contiguous run")
-    f.text(x0 + half + 12, 34 + cell_h + 16, "(V0's value cache is transposed: [heads, head_size, "
-           "block_size])", size=SIZE_SMALL, fill=MUTED)
+    f.lines(x0 + half + 12, 34 + cell_h + 16, ["(V0's value cache is transposed:",
+                                                "[heads, head_size, block_size])"],
+            size=SIZE_SMALL, anchor="start", fill=MUTED)
     # Flash: cache[block] = [tokens, heads, dims]
     y1 = 130
     f.text(10, y1 - 20, "V1 flash (this lab): key_cache[block] and value_cache[block] are "
@@ -271,10 +272,11 @@ def loop() -> Figure:
                    fill="#ffffff", stroke=None)
             f.text(25, y + bar_h / 2, label, size=SIZE_SMALL, fill="#c0392b", mono=True)
             y += bar_h
-    f.text(10, y + 16, "Every step but the stores has one tile's loads outstanding: V's during "
-           "Q·Kᵀ and the softmax, the next K's during P·V.", size=SIZE_SMALL, fill=MUTED)
-    f.text(10, y + 32, "(D) is skipped after the last tile; K and V take turns in one shared "
-           "tile, which halves the block's shared memory.", size=SIZE_SMALL, fill=MUTED)
+    y = f.paragraph(10, y + 16, "Every step but the stores has one tile's loads outstanding: V's "
+                    "during Q·Kᵀ and the softmax, the next K's during P·V. (D) is skipped after the "
+                    "last tile; K and V take turns in one shared tile, which halves the block's "
+                    "shared memory.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 

@@ -13,8 +13,8 @@ IVec build_slot_mapping(const IVec& block_table, int block_size, int start, int 
   checks::build_slot_mapping(block_table, block_size, start, num_tokens);
   // tokens: [num_tokens] logical positions start .. start + num_tokens - 1
   const IVec tokens = IVec::LinSpaced(num_tokens, start, start + num_tokens - 1);
-  const IVec logical_block = tokens / block_size;                  // [num_tokens]
-  const IVec offset = tokens - logical_block * block_size;         // [num_tokens] t % block_size
+  const IVec logical_block = tokens / block_size;                   // [num_tokens]
+  const IVec offset = tokens - logical_block * block_size;          // [num_tokens] t % block_size
   const IVec physical_block = block_table(logical_block);           // [num_tokens]
   return physical_block * block_size + offset;
 }

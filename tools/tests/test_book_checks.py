@@ -146,6 +146,18 @@ class BookChecksTest(unittest.TestCase):
                                       'data="ok.svg"></object></div>')
         self.assertEqual(check.figure_text_check(self.site.dir, self.site.pages, 840), [])
 
+    def test_figure_text_at_a_narrow_window(self):
+        # 11 px text in an 820 px figure shows at 11 * 638 / 820 = 8.6 px at a 900 px window;
+        # 12 px at 9.3 px.
+        self.site.svg("small.svg", '<text x="1" y="1" font-size="11">T0</text>', width=820)
+        self.site.svg("fine.svg", '<text x="1" y="1" font-size="12">T0</text>', width=820)
+        self.site.page("lab_05.html", '<div class="image"><img src="small.svg"/></div>'
+                                      '<div class="image"><img src="fine.svg"/></div>')
+        problems = check.figure_text_check(self.site.dir, self.site.pages, 638, 9)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("small.svg", problems[0])
+        self.assertIn("smaller than 9 px", problems[0])
+
     def test_the_whole_check_fails_on_a_planted_site(self):
         """run_checks (what `tools/lab docs --check` runs), without the browser: a site with one
         defect of each reader class fails, naming each."""
@@ -190,9 +202,24 @@ class TidyHtmlTest(unittest.TestCase):
                       '</span>', out)
         self.assertIn('<code class="book-nowrap">-fsanitize=address</code>', out)
 
-    def test_code_with_spaces_still_wraps(self):
-        text = "<code>[num_blocks, block_size]</code>"
+    def test_long_code_with_spaces_still_wraps(self):
+        text = "<code>[num_blocks, num_kv_heads, head_size / x, block_size, x]</code>"
         self.assertEqual(self.tidy(text), text)
+
+    def test_short_expressions_and_linked_paths_do_not_break(self):
+        for code in ("[N + 1]", "is_causal = (q_len == kv_len)", "(num_heads, num_seqs)",
+                     "page_stride = num_kv_heads × head_size"):
+            self.assertEqual(self.tidy(f"<code>{code}</code>"),
+                             f'<code class="book-nowrap">{code}</code>', code)
+        path = "labs/02-online-softmax/online_softmax.hpp"
+        self.assertEqual(self.tidy(f'<code><a class="el" href="x.html">{path}</a></code>'),
+                         f'<code class="book-nowrap"><a class="el" href="x.html">{path}</a></code>')
+
+    def test_headings_and_titles_start_and_end_with_their_text(self):
+        self.assertEqual(self.tidy('<h1><a class="anchor" id="lab_03_why"></a>\nWhy</h1>'),
+                         '<h1><a class="anchor" id="lab_03_why"></a>Why</h1>')
+        self.assertEqual(self.tidy('<div class="title">Introduction </div>'),
+                         '<div class="title">Introduction</div>')
 
 
 class FigureLinksTest(unittest.TestCase):
