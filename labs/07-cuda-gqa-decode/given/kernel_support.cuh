@@ -76,8 +76,6 @@ struct SharedTiles {
 };
 /// [shared_tiles]
 
-/// [shared_tiles]
-
 /// [stage_block_table]
 /// Copies a partition's slice of its sequence's block table, slice[0, n), into `table` (shared
 /// memory, n <= kMaxTableEntries), once per partition: every copy of the pipeline then finds its
