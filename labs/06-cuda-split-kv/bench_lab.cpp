@@ -270,9 +270,9 @@ void print_design_table(const std::vector<pa::bench::PtxasFigures>& f) {
   const int sms = simt::kH100.sm_count;
   const std::size_t sizes = kSupportedPartitionSizes.size();
   const int slots = blocks_of(f.at(sizes - 1), v2_shared_mem_bytes(kHeadSize, kPartitionSize)) * sms;
-  std::printf("| shape (seqs × tokens, heads / kv heads) | partition | registers | spills | "
-              "blocks / SM | grid | waves | in flight / SM |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+  // Registers and spills per partition size: the paragraph above the table gives them.
+  std::printf("| batch | partition | blocks / SM | grid | waves | in flight / SM |\n");
+  std::printf("|---|---|---|---|---|---|\n");
   for (const auto& s : kGpuShapes) {
     const int seqs = static_cast<int>(s[0]), tokens = static_cast<int>(s[1]);
     const int heads = static_cast<int>(s[2]), kv_heads = static_cast<int>(s[3]);
@@ -282,8 +282,8 @@ void print_design_table(const std::vector<pa::bench::PtxasFigures>& f) {
     const int blocks = blocks_of(f.at(k), v2_shared_mem_bytes(kHeadSize, partition));
     const std::int64_t grid = std::int64_t{heads} * seqs * v2_max_num_partitions(tokens, partition);
     const std::int64_t resident = std::min<std::int64_t>(blocks, (grid + sms - 1) / sms);
-    std::printf("| %d × %d, %d / %d | %d | %d | %d B | %d | %lld | %.2f | %s |\n", seqs, tokens,
-                heads, kv_heads, partition, f.at(k).registers, f.at(k).spill_bytes, blocks,
+    std::printf("| %d × %d, %d/%d | %d | %d | %lld | %.2f | %s |\n", seqs, tokens, heads,
+                kv_heads, partition, blocks,
                 static_cast<long long>(grid), pa::waves::waves(grid, std::int64_t{blocks} * sms),
                 pa::bench::kib(static_cast<double>(
                                    resident * v2_bytes_in_flight(kHeadSize, kBlockSize, 2)))

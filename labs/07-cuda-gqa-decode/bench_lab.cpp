@@ -233,9 +233,9 @@ void print_design_table(const pa::bench::PtxasFigures& f) {
   const std::size_t shared = layout.bytes() + static_cast<std::size_t>(f.static_shared);
   const int blocks = simt::blocks_per_sm({kNumThreads, f.registers, shared});
   const int sms = simt::kH100.sm_count;
-  std::printf("| shape (seqs × tokens, heads / kv heads) | registers | spills | shared / block | "
-              "blocks / SM | partition | grid | waves | in flight / SM |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  // Registers and spills are the same on every row: the paragraph above the table gives them.
+  std::printf("| batch | shared / block | blocks / SM | partition | grid | waves | in flight / SM |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
   for (const auto& s : kGpuShapes) {
     const int seqs = static_cast<int>(s[0]), tokens = static_cast<int>(s[1]);
     const int heads = static_cast<int>(s[2]), kv_heads = static_cast<int>(s[3]);
@@ -243,9 +243,8 @@ void print_design_table(const pa::bench::PtxasFigures& f) {
     const std::int64_t grid =
         std::int64_t{kv_heads} * seqs * ((tokens + partition - 1) / partition);
     const std::int64_t resident = std::min<std::int64_t>(blocks, (grid + sms - 1) / sms);
-    std::printf("| %d × %d, %d / %d | %d | %d B | %s | %d | %d | %lld | %.2f | %s |\n", seqs,
-                tokens, heads, kv_heads, f.registers, f.spill_bytes,
-                pa::bench::kib(static_cast<double>(shared)).c_str(), blocks, partition,
+    std::printf("| %d × %d, %d/%d | %s | %d | %d | %lld | %.2f | %s |\n", seqs, tokens, heads,
+                kv_heads, pa::bench::kib(static_cast<double>(shared)).c_str(), blocks, partition,
                 static_cast<long long>(grid), pa::waves::waves(grid, std::int64_t{blocks} * sms),
                 pa::bench::kib(static_cast<double>(resident * layout.bytes_in_flight())).c_str());
   }
