@@ -34,8 +34,8 @@ HAND = HERE / "hand_bugs"
 HAND_RECORD = HAND / "hand_bugs.json"
 MEASURED = ("04", "05", "06", "07")
 # The issue asks for 90 % (the first message names the TODO that holds the bug, over the catalogue
-# mutants of labs 04-07 and the hand-planted bugs). Measured on the record of 2026-11-26 13:05:
-# 74 % (catalogue 58 of 65, hand bugs 9 of 25). These bars guard what is reached, so that a
+# mutants of labs 04-07 and the hand-planted bugs). Measured on the records of 2026-11-26 13:07:
+# 77 % (catalogue 58 of 65, hand bugs 12 of 26). These bars guard what is reached, so that a
 # change that loses ground fails; they are not the issue's bar, which is not met: most bugs of
 # labs 05-07 fail nearly every test (barrier bugs: the same race everywhere), and a failing set
 # alone cannot tell their steps apart. (A race or bounds report of the memory checker names its
