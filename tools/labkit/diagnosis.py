@@ -245,10 +245,13 @@ def diagnose(tests: list, table: dict, lab: Lab, cat: Catalogue | None = None,
     if not failing_tests:
         return None
     fallback = grading.first_to_fix(tests, table, kind_of=lambda t: kinds[id(t)])
-    if kinds[id(fallback)] in READ_FIRST:
-        # It names a line: the step is the one that line belongs to, not a guess.
-        return Diagnosis(fallback, step_of_report(lab, getattr(fallback, "detail", ""), root),
-                         located=True)
+    read_first = kinds[id(fallback)] in READ_FIRST
+    if read_first:
+        # It names a line: the step is the one that line belongs to, not a guess. (A report
+        # that names no line of starter.cpp still comes first; the catalogue names the step.)
+        located = step_of_report(lab, getattr(fallback, "detail", ""), root)
+        if located is not None:
+            return Diagnosis(fallback, located, located=True)
     cat = catalogue(lab, root) if cat is None else cat
     failing = frozenset(t.key for t in failing_tests if kinds[id(t)] not in UNMATCHED)
     if not failing or not cat.known:
@@ -284,7 +287,7 @@ def diagnose(tests: list, table: dict, lab: Lab, cat: Catalogue | None = None,
                 not (row is not None and row.section == section),
                 n if n else len(cat.known) + 1, order.get(t.key, len(order)), t.key)
 
-    first = min(failing_tests, key=lead)
+    first = fallback if read_first else min(failing_tests, key=lead)
     return Diagnosis(first, step, best, closest)
 
 
