@@ -270,7 +270,7 @@ void print_design_table(const std::vector<pa::bench::PtxasFigures>& f) {
   const int sms = simt::kH100.sm_count;
   const std::size_t sizes = kSupportedPartitionSizes.size();
   const int slots = blocks_of(f.at(sizes - 1), v2_shared_mem_bytes(kHeadSize, kPartitionSize)) * sms;
-  std::printf("| shape (seqs × tokens, heads / kv heads) | partition | registers | spills | "
+  std::printf("| batch | partition | registers | spills | "
               "blocks / SM | grid | waves | in flight / SM |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   for (const auto& s : kGpuShapes) {

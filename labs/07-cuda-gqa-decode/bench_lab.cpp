@@ -233,7 +233,7 @@ void print_design_table(const pa::bench::PtxasFigures& f) {
   const std::size_t shared = layout.bytes() + static_cast<std::size_t>(f.static_shared);
   const int blocks = simt::blocks_per_sm({kNumThreads, f.registers, shared});
   const int sms = simt::kH100.sm_count;
-  std::printf("| shape (seqs × tokens, heads / kv heads) | registers | spills | shared / block | "
+  std::printf("| batch | registers | spills | shared / block | "
               "blocks / SM | partition | grid | waves | in flight / SM |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& s : kGpuShapes) {
