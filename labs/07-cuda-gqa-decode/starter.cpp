@@ -38,14 +38,16 @@ __global__ void reshape_and_cache_flash_kernel(
     const int block_size) {
   PA_TODO_KERNEL();  // delete this line when you write the body
 
-  // TODO 1. This block's token is blockIdx.x; its slot is slot_mapping[token]. A negative slot
-  //         is a padding token: return without writing anything.
-  // TODO 2. The slot names physical block slot / block_size and row (page) slot % block_size.
-  // TODO 3. Stride i = threadIdx.x, threadIdx.x + blockDim.x, ... over the token's
-  //         num_kv_heads * head_size elements: element i is kv head i / head_size, dimension
-  //         i % head_size, read at key[token * key_stride + i] (value likewise).
-  // TODO 4. Store it at cache[block, row, head, dimension]: block * block_stride + row *
-  //         page_stride + head * head_stride + dimension, in int64 arithmetic.
+  // TODO 1. Which token, and whether it is stored at all: a padding token (negative slot in
+  //         slot_mapping [num_tokens]) writes nothing, and no address is computed from its slot.
+  // TODO 2. Where the slot lives: its physical block and its row (page) in that block.
+  // TODO 3. The block's threads share the token's num_kv_heads * head_size elements of key and
+  //         value ([num_tokens, num_kv_heads, head_size], key_stride / value_stride per token);
+  //         each element is copied exactly once, whatever blockDim.x is.
+  // TODO 4. Each element lands at [block, row, kv head, dimension] of key_cache / value_cache
+  //         [num_blocks, block_size, num_kv_heads, head_size], through the strides the launcher
+  //         passes (block_stride, page_stride, head_stride), in int64 (§ vLLM V1's cache layout
+  //         against V0's). Stuck? tools/lab hint 07 reshape
 }
 /// [reshape_and_cache_flash_kernel]
 
@@ -79,14 +81,15 @@ struct KvTile {
                               const int* table, int partition_start, int tile_start, int end,
                               int kv_head_idx, std::int64_t kv_block_stride,
                               int kv_token_stride) {
-    // TODO 3a. For i < PASSES: row = threadIdx.x / CHUNKS_PER_ROW + i * ROWS_PER_PASS, token =
-    //          tile_start + row, chunk = threadIdx.x % CHUNKS_PER_ROW. Its block in the table is
-    //          (token - partition_start) / BLOCK_SIZE, clamped to the partition's last block,
-    //          (end - 1 - partition_start) / BLOCK_SIZE; the source is cache[table[block],
-    //          token % BLOCK_SIZE, kv_head_idx, chunk * VEC_SIZE] (kv_block_stride elements per
-    //          block, kv_token_stride per row, int64). __pipeline_memcpy_async(stage + row * ld +
-    //          chunk * VEC_SIZE, source, 16, zfill) with zfill 16 for a token at or past `end`
-    //          (a zero row; nothing read), else 0.
+    // TODO 3a. Goal: this thread's share of the tile's copies: the chunks the comment above gives
+    //          it, of tokens tile_start .. tile_start + kTileTokens - 1 of kv head kv_head_idx,
+    //          from cache [blocks, BLOCK_SIZE, kv_heads, HEAD_SIZE] (kv_block_stride elements
+    //          per block, kv_token_stride per row, int64) through the partition's block table
+    //          `table` [its blocks], into the same row and chunk of `stage` [kTileTokens, ld],
+    //          with __pipeline_memcpy_async. Invariants: a token at or past `end` becomes a row
+    //          of zeros and nothing of it is read, and every address given is one of the
+    //          partition's own blocks, which exist (§ The tiles: who holds which rows).
+    //          Stuck? tools/lab hint 07 kv_tile
   }
 };
 /// [kv_tile]
@@ -139,82 +142,60 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   const int seq_len = seq_lens[seq_idx];
   const int* block_table = block_tables + seq_idx * max_num_blocks_per_seq;  // [max_blocks]
 
-  // TODO 1. The group and the partition. group_size = num_heads / num_kv_heads query heads
-  //         share this kv head: heads first_head = kv_head_idx * group_size onward. This block
-  //         reads tokens [start, end): start = partition_idx * partition_size, end = the
-  //         smaller of start + partition_size and seq_len. A block whose start is at or past
-  //         seq_len returns at once (before any barrier). num_partitions = ceil(seq_len /
-  //         partition_size) is the sequence's own count; num_tiles = ceil((end - start) /
-  //         kTileTokens). Then: SIMT_DYNAMIC_SHARED(unsigned char, shared_mem); and
-  //         const Tiles tiles(shared_mem);
+  // TODO 1. Goal: what this block serves. Out: the group — the num_heads / num_kv_heads query
+  //         heads that share this kv head, from first_head on — and its tokens [start, end):
+  //         partition partition_idx of partition_size tokens, the last one shorter; the
+  //         sequence's own num_partitions; the number of kTileTokens tiles; the shared tiles
+  //         (const Tiles tiles(shared_mem) over SIMT_DYNAMIC_SHARED(unsigned char, shared_mem)).
+  //         Invariant: a block whose partition starts at or past seq_len returns before any
+  //         barrier (§ Why grouped-query attention makes v1 and v2 read each byte G times).
 
-  // TODO 2. The query tile, o, the block table and the first tiles. Row r < group_size of
-  //         tiles.q [kTileRows, Tiles::kLdQ] is q[seq_idx, first_head + r, :] (one contiguous
-  //         [group_size, HEAD_SIZE] slab, q_stride elements per sequence), rows at or past
-  //         group_size are zero; copy it in Chunks of VEC_SIZE. Set tiles.o [kTileRows,
-  //         Tiles::kLdO] to 0. Stage the partition's slice of the block table (given:
-  //         stage_block_table(tiles.table, the slice's first entry — block start / BLOCK_SIZE
-  //         of this sequence's table —, ceil((end - start) / BLOCK_SIZE) entries)); barrier.
-  //         Then the pipeline's prologue: tiles 0 .. kStages - 2 start their trips. Tile t is
-  //         two copy groups of every thread: Tile::copy its keys into tiles.k(stage_of(t)),
-  //         __pipeline_commit(), its values into tiles.v(stage_of(t)), __pipeline_commit(). A
-  //         tile at or past num_tiles copies nothing but still commits its two (empty) groups,
-  //         so that every thread's group count stays 2 per tile. Each thread keeps its row's
-  //         running max m_run = -INFINITY and sum l_run = 0.
+  // TODO 2. Goal: everything the loop starts from. Out: tiles.q [kTileRows, Tiles::kLdQ], row
+  //         r < group_size the query of head first_head + r (q is [num_seqs, num_heads,
+  //         HEAD_SIZE], q_stride per sequence), the rows past the group zero; tiles.o
+  //         [kTileRows, Tiles::kLdO] zero; the partition's slice of the block table in
+  //         tiles.table (given: stage_block_table); the first kStages - 1 tiles' keys and
+  //         values on their way into their stages of the ring (each tile two commit groups of
+  //         every thread, keys then values — also for a tile past the end, which copies
+  //         nothing); each thread's running max and sum of its row as before lab 02's first
+  //         block. Invariant after the barrier: every warp sees q, o and the table
+  //         (§ The tiles: who holds which rows).
 
-  // TODO 3. For each tile (tokens tile_start = start + tile * kTileTokens onward, in stage
-  //         Tiles::stage_of(tile)):
-  //   a. Tile tile + kStages - 1 starts its trip (its two groups, as in the prologue): its
-  //      stage is the one tile - 1 used, which every warp left at (C). Then wait for this
-  //      tile's keys: __pipeline_wait_prior(n) lets the n most recent groups stay in flight,
-  //      and behind the keys come this tile's values and the 2 (kStages - 1) groups of the
-  //      tiles ahead. The wait lands this thread's copies only: a barrier (K) then makes every
-  //      thread's visible.
-  //   b. S = Q·Kᵀ on tensor cores: warp w owns score columns 16w .. 16w + 15. An accumulator
-  //      filled with 0; for k < QK_STEPS: a matrix_a fragment (row_major) of tiles.q at column
-  //      16k, a matrix_b fragment of the keys' rows 16w .. 16w + 15 at column 16k — col_major,
-  //      which reads the [tokens, dims] tile as its transpose — and mma_sync. Store it to
-  //      tiles.s + 16w (pitch Tiles::kLdS, mem_row_major). Barrier (A).
-  //   c. The online softmax of row `row`, shared by its ROW_THREADS threads: scores s =
-  //      tiles.s[row, row_lane + j * ROW_THREADS] * scale for j < COLS_PER_THREAD, -INFINITY
-  //      for tokens at or past `end`; the tile's max over the row (__shfl_xor_sync, masks 4,
-  //      2, 1: the row's lanes only); m_new = max(m_run, tile max); alpha = __expf(m_run -
-  //      m_new); p = __expf(s - m_new) into tiles.p (from_float) and their row sum; l_run =
-  //      l_run * alpha + sum; m_run = m_new; rank 0 of the row writes tiles.row_alpha[row].
-  //      Never take a max or a sum across rows: each row is another query head.
-  //   d. Wait for this tile's values (one group fewer may stay in flight than in a); barrier
-  //      (B): P, row_alpha and the values are visible to every warp.
-  //   e. o = diag(alpha) o + P·V: warp w owns output columns [w * O_COLS_PER_WARP, ...). Scale
-  //      row r of its columns of tiles.o by tiles.row_alpha[r] in shared memory (which lane
-  //      holds which element of a fragment is unspecified: never index x[] by position), then
-  //      __syncwarp(). For each of its O_TILES_PER_WARP tiles: load the accumulator from tiles.o
-  //      (mem_row_major), for k < PV_STEPS mma_sync a row_major matrix_a of tiles.p at column
-  //      16k with a row_major matrix_b of the values' rows 16k .. 16k + 15 at its columns, and
-  //      store it back. Barrier (C): the stage is free for the copies of the next iteration.
+  // TODO 3. Goal: o, m and l over every tile of the partition. For each tile (tile_start on,
+  //         in stage Tiles::stage_of(tile)):
+  //   a. the tile kStages - 1 ahead starts its trip into the stage the previous tile left;
+  //      this tile's keys have landed (the groups after them may stay in flight) and are
+  //      visible to every thread (a barrier: a wait lands this thread's copies only);
+  //   b. S = Q·Kᵀ on tensor cores into tiles.s [kTileRows, Tiles::kLdS]: warp w owns score
+  //      columns (tokens) 16w .. 16w + 15; the key tile is [tokens, dims], and S needs its
+  //      transpose (§ wmma: the API, and what the emulator checks). Barrier (A);
+  //   c. the online softmax of each row — one query head per row, ROW_THREADS threads each:
+  //      the row's new max and sum, tiles.p [kTileRows, Tiles::kLdP] = e^(s - new max) (0 for a
+  //      token at or past end), tiles.row_alpha[row] = the factor the old o and sum shrink by.
+  //      Invariant: no max or sum crosses rows (§ The online softmax, one row per query head);
+  //   d. this tile's values have landed, and P, row_alpha and the values are visible to every
+  //      warp. Barrier (B);
+  //   e. o = diag(alpha) o + P·V: warp w owns a band of O_COLS_PER_WARP output columns; the
+  //      rescale is done in shared memory (which lane holds which fragment element is
+  //      unspecified), then the product on tensor cores. Barrier (C): the stage is free.
+  //      Invariant after each tile: o / l is each row's attention over the tokens so far.
 
-  // TODO 4. A sequence of one partition (num_partitions == 1): rows r < group_size — never a
-  //         padding row — write out[seq_idx, first_head + r, d] = o[r, d] / l_run (the row's
-  //         8 threads share the dimensions) and the block returns.
+  // TODO 4. Goal: a sequence of one partition is finished here: out [num_seqs, num_heads,
+  //         HEAD_SIZE] gets o / l for the group's rows only (a padding row belongs to no head),
+  //         and the block returns.
 
-  // TODO 5. Otherwise this partition's result: for rows r < group_size, slot = (seq_idx *
-  //         num_heads + first_head + r) * max_num_partitions + partition_idx:
-  //         tmp_out[slot, d] = o[r, d] / l_run, max_logits[slot] = m_run, exp_sums[slot] = l_run.
+  // TODO 5. Goal: otherwise the partition's result for the merge, per group row r, at entry
+  //         (seq_idx, first_head + r, partition_idx) of the scratch (partition extent
+  //         max_num_partitions): tmp_out [.., HEAD_SIZE] the normalized row, max_logits and
+  //         exp_sums its max and sum.
 
-  // TODO 6. The fused merge. Barrier (every thread's partials are written); then thread 0
-  //         alone: __threadfence() (one fence publishes the whole block's writes at device
-  //         scope), atomicAdd(&arrivals[seq_idx * num_kv_heads + kv_head_idx], 1) returns how
-  //         many came before; the block that sees num_partitions - 1 is the last: it resets the
-  //         counter with atomicExch(.., 0), fences again (it reads the others' partials next)
-  //         and tells its threads through *tiles.is_last; barrier; the others return. In the
-  //         last block every thread merges (read partials with load_partial): each row r <
-  //         group_size's 8 threads fold its partitions' maxima into M and the total T = sum_p
-  //         exp_sums[p] * __expf(max_logits[p] - M) (shuffles over the row's lanes); then, a
-  //         chunk of at most Tiles::kLdS partitions at a time, the row's threads write its
-  //         weights w_p = exp_sums[p] * __expf(max_logits[p] - M) / T into tiles.s (free now),
-  //         barrier, and thread t accumulates out elements e = t, t + kNumThreads, ... of the
-  //         group's [group_size, HEAD_SIZE] rows: sum_p w_p tmp_out[p, d], loading 8
-  //         partitions' values before multiplying any (their L2 trips overlap); barrier before
-  //         the next chunk's weights. Then out[seq_idx, first_head + r, d] = the sum.
+  // TODO 6. Goal: the fused merge. The last of the sequence's partition blocks of this kv head
+  //         to finish — counted in arrivals [num_seqs, num_kv_heads], which is 0 again after —
+  //         merges each group row's num_partitions partials into out, each weighted by its sum
+  //         rescaled to the global max (read with load_partial; tiles.s is free to hold the
+  //         weights). Invariant: it reads the partials only after every partition's writes are
+  //         visible to it (§ Split-KV and the fused merge).
+  //         Stuck on a step? tools/lab hint 07 lists them; tools/lab hint 07 attention.N
 }
 /// [gqa_decode_kernel]
 

@@ -45,7 +45,7 @@ SAME_BUG = 0.95
 # Less evidence than this (the summed specificity of the votes) names no step.
 MIN_EVIDENCE = 0.05
 # The failures that are read rather than matched: they name the line.
-READ_FIRST = ("sanitizer report", "emulator error")
+READ_FIRST = ("race or out of bounds", "sanitizer report", "emulator error")
 # Failures that say nothing about the bug: the student has not written that part yet.
 UNMATCHED = ("not implemented", "did not build")
 
@@ -333,8 +333,9 @@ def first_message(g, root: Path = ROOT) -> tuple[object, list[str]]:
     d = diagnose(g.tests, g.table, g.lab, root=root)
     if d is None:
         return None, []
-    if d.located and d.step is not None:
-        # The test's own hint is about what it checks, not about the line that broke.
+    if d.located and d.step is not None and kind_of_result(d.first) != "race or out of bounds":
+        # The test's own hint is about what it checks, not about the line that broke (the
+        # memory checker's findings already carry a hint of their line's step: grading.py).
         d.first.hint = f"{grading.plain(d.step.levels[0])} (§ " + grading.section_titles(
             (g.lab.folder(root) / "README.md").read_text(encoding="utf-8")).get(
                 d.step.section, d.step.section) + ")"

@@ -243,6 +243,7 @@ __global__ void shifted_copy_kernel(const float* in, float* out, int shift) {
 }
 
 TEST_F(SimtChecker, ReadPastTheEndOfADeviceBufferNamesItTheBlockThreadAndLine) {
+  const ScopedSchedule schedule(Schedule::Forward);  // the first thread out of bounds is named
   simt::DeviceBuffer<float> in(64), out(64);
   in.set_name("query");
   ExpectKernelError(
@@ -252,6 +253,7 @@ TEST_F(SimtChecker, ReadPastTheEndOfADeviceBufferNamesItTheBlockThreadAndLine) {
 }
 
 TEST_F(SimtChecker, ReadBeforeTheStartOfADeviceBufferIsReported) {
+  const ScopedSchedule schedule(Schedule::Forward);  // the first thread out of bounds is named
   simt::DeviceBuffer<float> in(64), out(64);
   in.set_name("key_cache");
   ExpectKernelError(
@@ -276,6 +278,7 @@ __global__ void shifted_shared_kernel(float* out, int shift) {
 }
 
 TEST_F(SimtChecker, WritePastTheEndOfDynamicSharedMemoryNamesTheKernel) {
+  const ScopedSchedule schedule(Schedule::Forward);  // the first thread out of bounds is named
   simt::DeviceBuffer<float> out(64);
   ExpectKernelError(
       [&] {
@@ -287,6 +290,7 @@ TEST_F(SimtChecker, WritePastTheEndOfDynamicSharedMemoryNamesTheKernel) {
 }
 
 TEST_F(SimtChecker, WriteBeforeTheStartOfDynamicSharedMemoryIsReported) {
+  const ScopedSchedule schedule(Schedule::Forward);  // the first thread out of bounds is named
   simt::DeviceBuffer<float> out(64);
   ExpectKernelError(
       [&] {
