@@ -321,7 +321,7 @@ MIN_FIGURE_TEXT_PX = 11
 # ... and at a 900 px window (a laptop's split screen), where the column is about 640 px and a
 # figure is drawn at under 80%, at least this much.
 MIN_FIGURE_TEXT_PX_NARROW = 9
-NARROW_COLUMN_PX = 638  # the content column at a 900 px window; the browser measures it
+NARROW_COLUMN_PX = 658  # the content column at a 900 px window; the browser measures it
 COLUMN_PX = 840  # the content column at a 1400 px window (docs/book.css); the browser measures it
 
 _LENGTH = re.compile(r"\s*([\d.]+)\s*(px|pt)?\s*")

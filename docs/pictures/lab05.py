@@ -30,7 +30,7 @@ def thread_map() -> Figure:
     # 1. The threads.
     f.text(10, 14, f"1. The thread block: {NUM_THREADS} threads = {NUM_WARPS} warps × 32 lanes; "
            f"thread group g = lanes 2g, 2g + 1 (TG = {G})", size=SIZE, weight="bold")
-    cw, ch = 20, 18
+    cw, ch = 19, 18
     gx, gy = 72, 30
 
     def thread_cell(w, lane):  # the lane; the thread is 32 w + lane

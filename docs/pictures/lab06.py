@@ -90,8 +90,9 @@ def scratch() -> Figure:
             return "", "#ffffff"
         f.grid(x, y0, len(SEQ_LENS), MAX_NUM_PARTITIONS, cw, ch, cell, stroke=RULE, sw=1,
                row_labels=[f"s{s}" for s in range(len(SEQ_LENS))] if k == 0 else None)
-    f.text(40, y0 + ch * len(SEQ_LENS) + 18, "[num_seqs, num_heads, max_num_partitions] float32",
-           size=SIZE_SMALL, fill=MUTED, mono=True)
+    f.lines(40, y0 + ch * len(SEQ_LENS) + 26, ["each [num_seqs, num_heads,",
+                                                " max_num_partitions] float32"],
+            size=SIZE_SMALL, anchor="start", fill=MUTED, mono=True)
     tx, row_w, row_h = 430, 340, 13
     f.text(tx + row_w / 2, y0 - 34, "tmp_out", size=SIZE, anchor="middle", weight="bold",
            mono=True)
