@@ -140,6 +140,11 @@ class BackendLaunchers final : public BackendLaunchersBase<Launchers, Session> {
       auto d_key_cache = to_device<scalar_t>(key_cache);  // [blocks, kv_heads, head/x, block, x]
       auto d_value_cache = to_device<scalar_t>(value_cache);  // [blocks, kv_heads, head, block]
       const auto d_slots = to_device<std::int64_t>(slot_mapping);  // [num_tokens]
+      d_key.set_name("key");
+      d_value.set_name("value");
+      d_key_cache.set_name("key_cache");
+      d_value_cache.set_name("value_cache");
+      d_slots.set_name("slot_mapping");
       const int width = num_kv_heads * head_size;
       simt::launch(reshape_and_cache_kernel<scalar_t>, dim3(num_tokens), dim3(std::min(width, 512)),
                    0, d_key.data(), d_value.data(), d_key_cache.data(), d_value_cache.data(),
