@@ -229,41 +229,48 @@ def tiles() -> Figure:
 
 # ---- the tile loop as a timeline ------------------------------------------------------------------
 
-LOOP = [  # (what the threads do, in flight in registers, kv tile in shared memory)
-    ("3a  issue the loads of this tile's V (into registers)", "V tile →", "K"),
-    ("3b  S = Q·Kᵀ on tensor cores, warp w: 16 columns; store S", "V tile …", "K (read)"),
-    ("3c  softmax per row: m, denom, row_alpha, P (16-bit)", "V tile …", "K"),
-    ("3d  store V into the kv tile", "", "V (written)"),
-    ("3e  issue the loads of the next tile's K", "next K →", "V"),
-    ("3f  acc = diag(row_alpha) acc + P·V, warp w: its columns", "next K …", "V (read)"),
-    ("3g  store the next K into the kv tile", "", "next K (written)"),
+LOOP = [  # (what the threads do, copies in flight (cp.async groups), what the three stages hold)
+    ("3a  start the copies of tile t+2 into stage (t+2) mod 3; wait for tile t's keys",
+     "V t; tiles t+1, t+2", ("K t", "K/V t+1", "→ t+2")),
+    ("3b  S = Q·Kᵀ on tensor cores, warp w: 16 columns; store S",
+     "V t; tiles t+1, t+2", ("K t (read)", "K/V t+1", "→ t+2")),
+    ("3c  softmax per row: m, denom, row_alpha, P (16-bit)",
+     "V t; tiles t+1, t+2", ("K t", "K/V t+1", "→ t+2")),
+    ("3d  wait for tile t's values",
+     "tiles t+1, t+2", ("K/V t", "K/V t+1", "→ t+2")),
+    ("3e  acc = diag(row_alpha) acc + P·V, warp w: its columns",
+     "tiles t+1, t+2", ("V t (read)", "K/V t+1", "→ t+2")),
 ]
-BARRIERS = {1: "(A) S complete: the softmax reads every warp's columns",
-            3: "(B) P, row_alpha and V visible to every warp",
-            5: "(C) every warp done with V; acc complete",
-            6: "(D) the next keys in place for 3b"}
+BARRIERS = {0: "(K) every thread's copies of K t landed and visible",
+            1: "(A) S complete: the softmax reads every warp's columns",
+            3: "(B) P, row_alpha and V t visible to every warp",
+            4: "(C) every warp done with stage t mod 3: free for tile t+3"}
 
 
 def loop() -> Figure:
-    row_h, bar_h = 30, 20
+    row_h, bar_h = 34, 22
     top = 50
     height = top + len(LOOP) * row_h + len(BARRIERS) * bar_h + 46
     f = Figure(820, height, "One tile of the loop",
-               "Top to bottom: the steps of one 64-token tile, the four barriers and what each "
-               "protects, the tile whose loads are in flight meanwhile, and what the shared kv "
-               "tile holds.")
-    f.text(10, 16, "what the 128 threads do", size=SIZE_TITLE, weight="bold")
-    f.text(560, 16, "in flight", size=SIZE_TITLE, weight="bold")
-    f.text(680, 16, "kv tile holds", size=SIZE_TITLE, weight="bold")
+               "Top to bottom: the steps of tile t, the four barriers and what each protects, "
+               "the asynchronous copies still in flight, and what the ring's three stages hold.")
+    f.text(10, 16, "what the 128 threads do (tile t)", size=SIZE_TITLE, weight="bold")
+    f.text(460, 16, "copies in flight", size=SIZE_TITLE, weight="bold")
+    f.text(610, 16, "stages t, t+1, t+2", size=SIZE_TITLE, weight="bold")
     y = top
     for i, (what, flight, holds) in enumerate(LOOP):
-        f.text(14, y + row_h / 2, what, size=SIZE_SMALL)
-        if flight:
-            f.rect(560, y + 4, 100, row_h - 8, fill=STATE.fill, stroke=STATE.ink, sw=1)
-            f.text(610, y + row_h / 2, flight, size=SIZE_SMALL, anchor="middle")
-        kind = WARPS[0] if "K" in holds and "V" not in holds else WARPS[2]
-        f.rect(680, y + 4, 120, row_h - 8, fill=kind.fill, stroke=kind.ink, sw=1)
-        f.text(740, y + row_h / 2, holds, size=SIZE_SMALL, anchor="middle")
+        two = len(what) >= 60  # the long step on two lines, centred on the row together
+        f.text(14, y + row_h / 2 - (7 if two else 0),
+               what[:what.index(";") + 1] if two else what, size=SIZE_SMALL)
+        if two:
+            f.text(44, y + row_h / 2 + 7, what[what.index(";") + 2:], size=SIZE_SMALL)
+        f.rect(460, y + 4, 140, row_h - 8, fill=STATE.fill, stroke=STATE.ink, sw=1)
+        f.text(530, y + row_h / 2, flight, size=SIZE_SMALL, anchor="middle")
+        for j, h in enumerate(holds):
+            kind = WARPS[0] if h.startswith("K t") else WARPS[2] if h.startswith(("V t", "K/V t")) \
+                and j == 0 else STATE
+            f.rect(610 + 70 * j, y + 4, 66, row_h - 8, fill=kind.fill, stroke=kind.ink, sw=1)
+            f.text(643 + 70 * j, y + row_h / 2, h, size=SIZE_SMALL, anchor="middle")
         y += row_h
         if i in BARRIERS:
             f.line(10, y + bar_h / 2, 810, y + bar_h / 2, stroke="#c0392b", sw=1.6, dash="7 4")
@@ -272,11 +279,7 @@ def loop() -> Figure:
                    fill="#ffffff", stroke=None)
             f.text(25, y + bar_h / 2, label, size=SIZE_SMALL, fill="#c0392b", mono=True)
             y += bar_h
-    y = f.paragraph(10, y + 16, "Every step but the stores has one tile's loads outstanding: V's "
-                    "during Q·Kᵀ and the softmax, the next K's during P·V. (D) is skipped after the "
-                    "last tile; K and V take turns in one shared tile, which halves the block's "
-                    "shared memory.", fill=MUTED)
-    f.height = max(f.height, y)
+    f.height = max(f.height, y + 10)
     return f
 
 
