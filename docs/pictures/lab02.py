@@ -57,7 +57,7 @@ def stream() -> Figure:
           mono=True)
     f.arrow(prev_right, y + h / 2, 724, y + h / 2, color=STATE.ink)
     f.text(10, y + h + 64, "Each arrow between states is one update: a new maximum, corr for "
-           "the history, the block's weights p. The last block", size=SIZE_SMALL, fill=MUTED)
+           "the history, the block's weights w. The last block", size=SIZE_SMALL, fill=MUTED)
     f.text(10, y + h + 80, "contributes one row; its other three rows (×) are never read. "
            "Only the end divides.", size=SIZE_SMALL, fill=MUTED)
     return f

@@ -97,8 +97,7 @@ def thread_map() -> Figure:
                     "it multiplies them with q_vecs[1][i], the same slices of q. Vec i of all 32 "
                     f"lanes is one coalesced {BLOCK_SIZE * 16}-byte load; the group's butterfly "
                     "then adds its two partial dot products.")
-    y = f.paragraph(10, y + 4, "The groups drawn are warp 0's; in warp w, group g is threads "
-                    "32w + 2g and 32w + 2g + 1, reading token g of blocks w, w + 4, …", fill=MUTED)
+    # Which warp's groups are drawn is said once, in the chapter's prose next to the figure.
     f.height = max(f.height, y)
     return f
 
