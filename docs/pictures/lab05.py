@@ -290,7 +290,7 @@ def butterfly() -> Figure:
                "Left: the four threads of a group (block size 8, float32) add their partial dot "
                "products in two shuffles. Bottom: the 32 lanes of a warp in five.")
     # The group: lanes 0..3, masks 2 then 1.
-    f.text(10, 14, "Inside a thread group (TG = 4): masks 2, 1", size=SIZE, weight="bold")
+    f.text(10, 14, "Inside a thread group (block size 8, so TG = 4): masks 2, 1", size=SIZE, weight="bold")
     lanes = 4
     xs = [40 + 62 * l for l in range(lanes)]
     ys = [60, 130, 200]
@@ -343,7 +343,7 @@ def butterfly() -> Figure:
     for l in range(0, WARP_SIZE, 4):
         f.text(lx[l], rows[0] - 12, f"lane {l}" if l == 0 else str(l), size=SIZE_SMALL, anchor="middle",
                fill=MUTED)
-    f.vbrace(lx[-1] + 10, rows[-2] - 4, rows[-2] + 4, ["the max ends", "here (TG = 2)"])
+    f.vbrace(lx[-1] + 10, rows[-2] - 4, rows[-2] + 4, ["the max ends", "here (B = 16)"])
     f.vbrace(lx[-1] + 10, rows[-1] - 4, rows[-1] + 4, ["the sum ends", "here"])
     y = f.paragraph(10, rows[-1] + 26, "Bold: the five values lane 0 receives, which between "
                     "them carry all 32 lanes. Filled: lanes that hold the warp's result.",
