@@ -120,8 +120,10 @@ struct Arena {
   bool contains(std::uintptr_t a) const { return a - base < kArenaBytes; }
 };
 
+// Never destroyed: a device buffer owned by a static object (a benchmark's prepared session)
+// is freed during exit, possibly after this file's statics would have been destroyed.
 Arena& arena() {
-  static Arena instance;
+  static Arena& instance = *new Arena;
   return instance;
 }
 
@@ -133,7 +135,7 @@ struct CheckSetting {
   bool on = true;
 };
 CheckSetting& check_setting() {
-  static CheckSetting s;
+  static CheckSetting& s = *new CheckSetting;  // never destroyed, as arena()
   return s;
 }
 
