@@ -273,4 +273,9 @@ void scale_query_row(DecodeProblem& p, Eigen::Index row, double factor) {
   }
 }
 
+DecodeProblem with_query_scaled(DecodeProblem p, double factor) {
+  for (Eigen::Index r = 0; r < p.q.rows(); ++r) scale_query_row(p, r, factor);
+  return p;
+}
+
 }  // namespace pa::testing

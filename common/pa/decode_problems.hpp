@@ -156,6 +156,10 @@ Vec query_scores(const DecodeProblem& p, Eigen::Index row);
 /// alike, so that the kernel and the reference go on seeing the same query.
 void scale_query_row(DecodeProblem& p, Eigen::Index row, double factor);
 
+/// Returns a copy of `p` with every query row multiplied by `factor` (scale_query_row): with a
+/// power of two, the reference of the copy is the truth for `p` run at `factor` times its scale.
+DecodeProblem with_query_scaled(DecodeProblem p, double factor);
+
 /// Makes token 0 of every sequence an attention sink: for each kv head its key becomes the sum
 /// of the group's query rows, stretched so that every head of the group scores at least
 /// `logit` on it (after rounding to cfg.dtype), and the caches are written again.

@@ -415,8 +415,7 @@ TEST_P(PagedAttentionV1, ScaleOtherThanTheDefaultIsUsed) {
   c.seq_lens = {150, 33};
   Rng rng(549);
   const Problem p = make_problem(rng, c);
-  Problem doubled = p;
-  for (Eigen::Index r = 0; r < doubled.q.rows(); ++r) pa::testing::scale_query_row(doubled, r, 2.0);
+  const Problem doubled = pa::testing::with_query_scaled(p, 2.0);
   expect_close_to_reference(doubled, run(GetParam(), p, 2.0f * p.scale()));
 }
 

@@ -436,8 +436,7 @@ TEST_P(GqaDecode, ScaleOtherThanTheDefaultIsUsed) {
   const DecodeConfig c = config(DType::kFloat16, 128, 16, 8, 2, {150, 33});
   Rng rng(755);
   const DecodeProblem p = make_problem(rng, c);
-  DecodeProblem doubled = p;
-  for (Eigen::Index r = 0; r < doubled.q.rows(); ++r) pa::testing::scale_query_row(doubled, r, 2.0);
+  const DecodeProblem doubled = pa::testing::with_query_scaled(p, 2.0);
   EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(doubled),
                                run_with_scale(GetParam(), p, 2.0f * p.scale(), 64)));
 }
