@@ -25,7 +25,7 @@ inline namespace SIMT_BACKEND {
 /// the output, and the timings of the launch and of the two yardsticks over the caches. A lab's
 /// Session derives from it, adds the sizes of its layout and its own buffers, and writes
 /// enqueue() (the grid, the block, the shared memory and the arguments of its kernels), finish()
-/// and the checked launch().
+/// and checked_launch().
 class SessionBase : public SessionImpl {
  public:
   void download(Tensor& out) const override {
@@ -39,6 +39,14 @@ class SessionBase : public SessionImpl {
     out_.download(static_cast<unsigned char*>(out.data()), out.nbytes());
   }
 
+  /// The checked launch of tests and of the lab's API, on an output set to NaN first: a launch
+  /// that writes nothing (a merge that never happens because a counter was left counting) cannot
+  /// pass on the previous launch's answer.
+  void launch() final {
+    out_.fill_bytes(0xFF);
+    checked_launch();
+  }
+
   /// The span holds the kernels alone (enqueue: queued back to back, no host round trip);
   /// whether they were skeletons, or failed, is asked once, by the next download().
   double timed_launch() override {
@@ -50,9 +58,12 @@ class SessionBase : public SessionImpl {
 
  protected:
   /// The lab's kernels queued with simt::enqueue, back to back on one stream, with nothing that
-  /// waits on the host: the path timed_launch times. The lab's launch() is enqueue() then
-  /// finish() (or a check after each kernel, to name the one still a skeleton).
+  /// waits on the host: the path timed_launch times.
   virtual void enqueue() = 0;
+
+  /// The lab's kernels run and checked: enqueue() then finish(), or a check after each kernel to
+  /// name the one still a skeleton. launch() calls it on a NaN output.
+  virtual void checked_launch() = 0;
 
   /// Waits for the queued kernels (simt::synchronize) and throws what they left: a kernel's
   /// fault, or NotImplemented when one was still a skeleton (throw_if_todo).

@@ -81,7 +81,7 @@ class Session final : public SessionBase {
         scale_(a.scale) {}
 
   /// The checked launch of tests and paged_attention_v1: waited for and asked for the flag.
-  void launch() override {
+  void checked_launch() override {
     enqueue();
     finish();
   }

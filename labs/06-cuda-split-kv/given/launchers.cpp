@@ -85,7 +85,7 @@ class Session final : public SessionBase {
 
   /// The checked launch of tests and paged_attention_v2: each kernel waited for and asked for
   /// the skeleton flag, so that NotImplemented names the one still to write.
-  void launch() override { run(/*checked=*/true); }
+  void checked_launch() override { run(/*checked=*/true); }
 
   /// The kernels queued back to back on one stream (simt::enqueue) without waiting or asking:
   /// checked == false is the path the benchmark times.

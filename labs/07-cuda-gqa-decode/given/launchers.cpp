@@ -89,10 +89,7 @@ class Session final : public SessionBase {
   }
 
   /// The checked launch of tests and gqa_decode: queued, waited for and asked for the flag.
-  void launch() override {
-    // NaN first: a launch that writes nothing (a merge that never happens because the arrival
-    // counters were left counting) cannot pass on the previous launch's answer.
-    out_.fill_bytes(0xFF);
+  void checked_launch() override {
     try {
       enqueue();
       finish();
