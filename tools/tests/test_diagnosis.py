@@ -34,16 +34,16 @@ HAND = HERE / "hand_bugs"
 HAND_RECORD = HAND / "hand_bugs.json"
 MEASURED = ("04", "05", "06", "07")
 # The issue asks for 90 % (the first message names the TODO that holds the bug, over the catalogue
-# mutants of labs 04-07 and the hand-planted bugs). Measured on the records of 2026-11-26 13:07:
-# 77 % (catalogue 58 of 65, hand bugs 12 of 26). These bars guard what is reached, so that a
-# change that loses ground fails; they are not the issue's bar, which is not met: most bugs of
-# labs 05-07 fail nearly every test (barrier bugs: the same race everywhere), and a failing set
-# alone cannot tell their steps apart. (A race or bounds report of the memory checker names its
-# line, and then the step is that line's, not a guess; the record keeps kinds, not lines, so
-# this measure does not see it.)
-TARGET = 0.70
-HAND_TARGET = 0.30
-LEAVE_ONE_OUT = 0.45   # a bug the catalogue does not hold, simulated
+# mutants of labs 04-07 and the hand-planted bugs). Measured on the records of 2026-11-26 15:21:
+# 81 % (catalogue 67 of 70, hand bugs 11 of 26: lab 04 4/4, 05 2/6, 06 2/8, 07 3/8; the catalogue
+# left one out 67 %). These bars guard what is reached, so that a change that loses ground fails;
+# they are not the issue's bar, which is not met: most hand bugs of labs 05-07 fail nearly every
+# test with a wrong value, and the failing set of one is that of known bugs of another step (the
+# narrow tests that tell them apart pass, and a passing test casts no vote). A race or bounds report
+# names its line, and the record keeps the step that owns it ("at"), which the rule names.
+TARGET = 0.80
+HAND_TARGET = 0.40
+LEAVE_ONE_OUT = 0.65   # a bug the catalogue does not hold, simulated
 
 
 Failing = diagnosis.Recorded   # a recorded failing test: its Suite.Test key and its kind
@@ -152,7 +152,7 @@ class Diagnosis(unittest.TestCase):
         rows = measure()
         missed = [r for r in rows if r[0] in json.loads(STEPS.read_text())
                   and todo_of(r[1]) != todo_of(r[3])]
-        self.assertLessEqual(len(missed), 8, "\n".join(map(str, missed)))
+        self.assertLessEqual(len(missed), 3, "\n".join(map(str, missed)))
 
     def test_left_one_out(self):
         rows = measure(leave_one_out=True)
