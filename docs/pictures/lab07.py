@@ -13,6 +13,7 @@ GROUP = NUM_HEADS // NUM_KV_HEADS
 NUM_WARPS, WMMA, TILE_ROWS = 4, 16, 16
 TILE_TOKENS = NUM_WARPS * WMMA
 ROW_THREADS = NUM_WARPS * 32 // TILE_ROWS
+MAX_TABLE_ENTRIES = 8192 // 16  # kMaxPartitionSize / the smallest block size
 
 
 # ---- why v1 reads each kv byte G times -----------------------------------------------------------
@@ -127,11 +128,19 @@ def layouts() -> Figure:
 # ---- the tile picture -----------------------------------------------------------------------------
 
 def _shared_bytes(head_size):
-    """The tiles' bytes as SharedLayout (gqa_decode.hpp) lays them out: 16-byte row pads, 32 for
-    the scores."""
-    return {"q": TILE_ROWS * (head_size + 8) * 2, "kv tile": TILE_TOKENS * (head_size + 8) * 2,
-            "S": TILE_ROWS * (TILE_TOKENS + 8) * 4, "P": TILE_ROWS * (TILE_TOKENS + 8) * 2,
-            "o": TILE_ROWS * (head_size + 4) * 4}
+    """The dynamic shared memory of one thread block as SharedLayout (gqa_decode.hpp) lays it
+    out: 16-byte row pads (32 for the scores), each piece 128-byte aligned, the ring of stages."""
+    def align(n):
+        return (n + 127) // 128 * 128
+    stages = 3 if head_size <= 128 else 2
+    tile = align(TILE_TOKENS * (head_size + 8) * 2)
+    return {"q": align(TILE_ROWS * (head_size + 8) * 2),
+            f"ring {stages} × (K + V)": 2 * stages * tile,
+            "S": align(TILE_ROWS * (TILE_TOKENS + 8) * 4),
+            "P": align(TILE_ROWS * (TILE_TOKENS + 8) * 2),
+            "acc": align(TILE_ROWS * (head_size + 4) * 4),
+            "row_alpha, block-table slice, flag, alignment":
+                align(TILE_ROWS * 4) + align(MAX_TABLE_ENTRIES * 4) + align(4) + 128 - 16}
 
 
 def _tile(f, x, y, rows, cols, cw, ch, name, shape, owner, label, row_labels=None):
@@ -215,13 +224,13 @@ def tiles() -> Figure:
                      f"{HEAD_SIZE // NUM_WARPS - 1} ({o_tiles} tiles): it scales their rows by "
                      "row_alpha in shared memory, loads them as accumulators, adds the 4 "
                      "products P[:, 16j …] · V[16j …, its columns] and stores them back. Every "
-                     "warp reads all of P; the value tile occupies the shared tile the keys "
-                     "used.", fill=MUTED)
+                     "warp reads all of P; the value tile sits beside its keys in the same "
+                     "stage of the ring.", fill=MUTED)
     sizes = _shared_bytes(HEAD_SIZE)
     yn = f.paragraph(10, yn + 6, f"Shared memory at head_size {HEAD_SIZE}, rows padded by 16 "
-                     "bytes (S: 32): " + ", ".join(f"{k} {v / 1024:g} KiB"
+                     "bytes (S: 32): " + ", ".join(f"{k} {v / 1024:.4g} KiB"
                                                    for k, v in sizes.items()) +
-                     f": {sum(sizes.values()) / 1024:g} KiB of tiles per thread block.",
+                     f": {sum(sizes.values()) / 1024:.1f} KiB per thread block.",
                      fill=MUTED)
     f.height = yn
     return f
@@ -291,14 +300,15 @@ SHAPES = [(64, 4096, 32, 4, 85), (128, 2048, 32, 8, 85), (16, 4096, 32, 32, 75),
 
 def targets() -> Figure:
     v1 = h100.bench_series("07", "BM_GpuPagedAttentionV1")
+    v2 = h100.bench_series("07", "BM_GpuPagedAttentionV2")
     mine = h100.bench_series("07", "BM_GpuGqaDecode")
     read = h100.bench_series("07", "BM_GpuReadRoofline")
     torch = h100.torch_sdpa(h100.TORCH_SDPA_RUN2)
-    row_h = 58
+    bar, row_h = 12, 70
     f = Figure(820, 104 + row_h * len(SHAPES), "Where the kernel landed on an H100",
-               "For the five benchmark batches, one run on one H100: lab 05's v1, this lab's "
-               "kernel and FlashAttention through PyTorch, the plain read of the same bytes, and "
-               "this lab's target as a fraction of the read.")
+               "For the five benchmark batches, one run on one H100: labs 05's and 06's kernels, "
+               "this lab's kernel and FlashAttention through PyTorch, the plain read of the same "
+               "bytes, and this lab's target as a fraction of the read.")
     x0 = 230
     scale = h100.gbps_scale(f, x0, 560, 40 + row_h * len(SHAPES))
     for i, (seqs, tokens, heads, kv, target) in enumerate(SHAPES):
@@ -308,25 +318,31 @@ def targets() -> Figure:
         f.text(10, y + 25, f"target ≥ {target}% of the read", size=SIZE_SMALL, fill=MUTED)
         # The read: the benchmark's own yardstick where the run reached it, else PyTorch's sum.
         full = read[shape][0] if shape in read else torch[shape]["read_sum_GBps"]
+        read_x = x0 + full * scale
         lo = x0 + full * target / 100 * scale
-        f.rect(lo, y, (full - full * target / 100) * scale, 46, fill=STATE.fill, stroke=None)
-        f.line(x0 + full * scale, y - 2, x0 + full * scale, y + 48, stroke=INK, sw=2)
-        bars = [(WARPS[0], v1.get(shape, (None,))[0], "v1: the logits do not fit in shared memory"),
-                (WARPS[1], mine[shape][0], ""),
-                (WARPS[2], torch[shape]["sdpa_flash_GBps"], "")]
-        for j, (style, gbps, missing) in enumerate(bars):
+        f.rect(lo, y, (full - full * target / 100) * scale, 4 * 15 + 1, fill=STATE.fill,
+               stroke=None)
+        f.line(read_x, y - 2, read_x, y + 4 * 15 + 3, stroke=INK, sw=2)
+        bars = [(WARPS[0], v1.get(shape), "v1: the logits do not fit in shared memory"),
+                (WARPS[3], v2.get(shape), "v2: not reached before the run's time limit"),
+                (WARPS[1], mine[shape], ""),
+                (WARPS[2], (torch[shape]["sdpa_flash_GBps"], None), "")]
+        for j, (style, figure, missing) in enumerate(bars):
             by = y + 2 + 15 * j
-            if gbps is None:
+            if figure is None:
                 f.text(x0 + 4, by + 6, missing, size=SIZE_SMALL, fill=MUTED)
                 continue
-            f.rect(x0, by, gbps * scale, 12, fill=style.fill, stroke=style.ink, sw=1)
-            label = f"{gbps:,.0f}"
-            if style is WARPS[1]:
-                label += f"  ({mine[shape][1]:.0f}%)"
-            f.text(x0 + gbps * scale + 5, by + 6, label, size=SIZE_SMALL, fill=style.ink,
+            gbps = figure[0]
+            f.rect(x0, by, gbps * scale, bar, fill=style.fill, stroke=style.ink, sw=1)
+            label = f"{gbps:,.0f}" + (f"  ({figure[1]:.0f}%)" if style is WARPS[1] else "")
+            lx = x0 + gbps * scale + 5
+            if lx < read_x + 4 and lx + text_width(label, SIZE_SMALL) > read_x - 2:
+                lx = read_x + 6  # never under the read's tick
+            f.text(lx, by + 6, label, size=SIZE_SMALL, fill=style.ink,
                    weight="bold" if style is WARPS[1] else "normal")
     y = 62 + row_h * len(SHAPES)
-    f.legend(10, y, [(WARPS[0], "v1 (lab 05)"), (WARPS[1], "this lab (% of the same-run read)"),
+    f.legend(10, y, [(WARPS[0], "v1 (lab 05)"), (WARPS[3], "v2 (lab 06)"),
+                     (WARPS[1], "this lab (% of the same-run read)"),
                      (WARPS[2], "FlashAttention via SDPA, contiguous")])
     y += 22
     end = f.legend(10, y, [(STATE, "target")])
