@@ -335,10 +335,10 @@ def targets() -> Figure:
             gbps = figure[0]
             f.rect(x0, by, gbps * scale, bar, fill=style.fill, stroke=style.ink, sw=1)
             label = f"{gbps:,.0f}" + (f"  ({figure[1]:.0f}%)" if style is WARPS[1] else "")
-            lx = x0 + gbps * scale + 5
+            lx, anchor = x0 + gbps * scale + 5, "start"
             if lx < read_x + 4 and lx + text_width(label, SIZE_SMALL) > read_x - 2:
-                lx = read_x + 6  # never under the read's tick
-            f.text(lx, by + 6, label, size=SIZE_SMALL, fill=style.ink,
+                lx, anchor = x0 + gbps * scale - 5, "end"  # inside the bar, off the read's tick
+            f.text(lx, by + 6, label, size=SIZE_SMALL, fill=style.ink, anchor=anchor,
                    weight="bold" if style is WARPS[1] else "normal")
     y = 62 + row_h * len(SHAPES)
     f.legend(10, y, [(WARPS[0], "v1 (lab 05)"), (WARPS[3], "v2 (lab 06)"),
