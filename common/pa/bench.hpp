@@ -257,6 +257,17 @@ inline std::string kib(double bytes) {
   std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024.0);
   return text;
 }
+
+/// A count with a comma between thousands (16,384), as the book's prose writes numbers.
+inline std::string grouped(std::int64_t n) {
+  const std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out = n < 0 ? "-" : "";
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
 /// [design_table]
 
 /// Registers `fn` over the token sweep kMinTokens .. kMaxTokens, doubling.
