@@ -239,7 +239,9 @@ inline std::vector<PtxasFigures> design_table_arg(int argc, char** argv) {
     while (*at != '\0') {
       PtxasFigures f;
       int used = 0;
-      if (std::sscanf(at, "%d,%d,%d%n", &f.registers, &f.spill_bytes, &f.static_shared, &used) != 3) {
+      const int read =
+          std::sscanf(at, "%d,%d,%d%n", &f.registers, &f.spill_bytes, &f.static_shared, &used);
+      if (read != 3) {
         throw std::invalid_argument(std::string("--design_table: expected REGISTERS,SPILL_BYTES,"
                                                 "STATIC_SHARED[;...], got ") + argv[i]);
       }
