@@ -13,6 +13,10 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   it stay on its line.
 - Doxygen starts every section heading with an empty line (the anchor, then a newline) and ends a
   page title with a space: both are dropped, so a heading's text is its first line.
+- Figures are numbered per chapter, in order ("Figure 7.3." before the caption of lab_07.html's
+  third picture; the figure gets the anchor fig-<picture name>), and the text refers to one as
+  {{fig:lab07_tiles}}, written in the chapter's Markdown, which becomes a link "Figure 7.3" on
+  any page. A reference to a figure no chapter shows stops the build.
 Standard library only; a page is rewritten only when something changed.
 """
 from __future__ import annotations
@@ -35,6 +39,45 @@ TITLE_TRAILING_SPACE = re.compile(r'(<div class="title">[^<]*?) +(</div>)')
 CODE_WITH_PUNCTUATION = re.compile(r'(\(?)(<code class="book-nowrap">[^<]*</code>)([)\],;:.]*)')
 
 
+# A chapter's picture as Doxygen writes `\image html NAME.svg "caption"`, up to its caption's text.
+FIGURE = re.compile(r'<div class="image">(\n<(?:object|img)\b[^>]*?\b(?:data|src)="([\w.-]+?)'
+                    r'\.(?:svg|png)"[^>]*>(?:</object>)?\n?<div class="caption">\n?)')
+CHAPTER_PAGE = re.compile(r"^lab_(\d\d)\.html$")
+FIGURE_REFERENCE = re.compile(r"\{\{fig:([\w.-]+)\}\}")
+
+
+def number_figures(pages: dict[str, str]) -> dict[str, str]:
+    """Numbers the figures of the chapter pages (lab_NN.html: Figure N.1, N.2, ... in order) and
+    resolves every {{fig:NAME}} on every page to a link to it; `pages` maps a page's file name to
+    its HTML. Raises ValueError naming the page and the name of a reference to no figure."""
+    numbers: dict[str, tuple[str, str]] = {}  # picture name -> (page, "N.M")
+    for name, text in pages.items():
+        chapter = CHAPTER_PAGE.match(name)
+        if chapter:
+            for i, figure in enumerate(FIGURE.finditer(text), 1):
+                numbers[figure.group(2)] = (name, f"{int(chapter.group(1))}.{i}")
+
+    def label(figure: re.Match) -> str:
+        picture = figure.group(2)
+        return (f'<div class="image" id="fig-{picture}">{figure.group(1)}'
+                f'<span class="book-fignum">Figure {numbers[picture][1]}.</span> ')
+
+    out = {}
+    for name, text in pages.items():
+        if CHAPTER_PAGE.match(name):
+            text = FIGURE.sub(label, text)
+
+        def link(reference: re.Match) -> str:
+            picture = reference.group(1)
+            if picture not in numbers:
+                raise ValueError(f"{name}: {{{{fig:{picture}}}}} refers to no figure of a chapter")
+            page, number = numbers[picture]
+            href = f"#fig-{picture}" if page == name else f"{page}#fig-{picture}"
+            return f'<a href="{href}">Figure {number}</a>'
+        out[name] = FIGURE_REFERENCE.sub(link, text)
+    return out
+
+
 def _keep_together(m: re.Match) -> str:
     if not m.group(1) and not m.group(3):
         return m.group(0)
@@ -55,11 +98,16 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     changed = 0
-    for page in sorted(Path(argv[0]).glob("*.html")):
-        text = page.read_text(encoding="utf-8")
-        new = tidy(text)
-        if new != text:
-            page.write_text(new, encoding="utf-8")
+    paths = sorted(Path(argv[0]).glob("*.html"))
+    before = {page.name: page.read_text(encoding="utf-8") for page in paths}
+    try:
+        numbered = number_figures({name: tidy(text) for name, text in before.items()})
+    except ValueError as e:
+        print(f"tidy_html: {e}", file=sys.stderr)
+        return 1
+    for page in paths:
+        if numbered[page.name] != before[page.name]:
+            page.write_text(numbered[page.name], encoding="utf-8")
             changed += 1
     print(f"tidy_html: {changed} page(s) tidied")
     return 0

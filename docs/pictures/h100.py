@@ -9,6 +9,9 @@ from svgfig import MUTED, RULE, SIZE, SIZE_SMALL, Figure
 GPU_DATA = Path(__file__).resolve().parent.parent / "figures" / "gpu"
 LAB05_BENCH = GPU_DATA / "h100-lab05_bench-2026-11-22.json"   # tools/lab bench 05, on the H100
 TORCH_SDPA = GPU_DATA / "h100-torch-sdpa-2026-11-22.jsonl"    # PyTorch SDPA, same batches
+# One run of labs 05-07's benchmarks and of PyTorch on the same H100, at commit 58f6460.
+LAB_BENCH = {lab: GPU_DATA / f"h100-lab{lab}_bench-2026-11-26.json" for lab in ("05", "06", "07")}
+TORCH_SDPA_RUN2 = GPU_DATA / "h100-torch-sdpa-2026-11-26.jsonl"  # the same day, lab 07's batches
 GBPS_MAX = 3200  # the scale's right end: above the H100's read of about 2.95 TB/s
 
 
@@ -22,11 +25,22 @@ def lab05_v1() -> dict:
     return v1
 
 
-def torch_sdpa() -> dict:
+def bench_series(lab: str, series: str) -> dict:
+    """(GB/s, roofline_pct or None) of one series of labNN_bench's 2026-11-26 run, per batch;
+    batches the series failed on (an error entry) are left out."""
+    out = {}
+    for b in json.loads(LAB_BENCH[lab].read_text())["benchmarks"]:
+        if b["name"].split("/")[0] == series and not b.get("error_occurred"):
+            out[(int(b["seqs"]), int(b["tokens"]), int(b["heads"]), int(b["kv_heads"]))] = \
+                (b["bytes_per_second"] / 1e9, b.get("roofline_pct"))
+    return out
+
+
+def torch_sdpa(path: Path = TORCH_SDPA) -> dict:
     """PyTorch's rows per batch: `sdpa_flash_GBps` (FlashAttention over a contiguous cache) and
     `read_sum_GBps` (a plain read of the same bytes)."""
     rows = {}
-    for line in TORCH_SDPA.read_text().splitlines():
+    for line in path.read_text().splitlines():
         row = json.loads(line)
         seqs_tokens, heads = row["shape"].split()
         seqs, tokens = map(int, seqs_tokens.split("x"))

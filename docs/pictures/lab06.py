@@ -1,8 +1,10 @@
 """Lab 06's pictures (labs/06-cuda-split-kv/README.md): the split-KV grid, which scratch entries
 the attention kernel writes, and the reduce kernel as a merge tree. The example batch is the one
 of the test EmptyTrailingPartitionsAreNeverWrittenOrMerged: 1100, 40 and 600 tokens, partitions
-of 512."""
-from svgfig import (FREE, INK, MUTED, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, Figure, hue)
+of 512. Last, the H100 run of lab06_bench (docs/figures/gpu/)."""
+import h100
+from svgfig import (FREE, INK, MUTED, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS, Figure,
+                    hue, text_width)
 
 PARTITION_SIZE = 512
 SEQ_LENS = [1100, 40, 600]
@@ -167,4 +169,61 @@ def reduce() -> Figure:
     return f
 
 
-FIGURES = {"lab06_grid": grid, "lab06_scratch": scratch, "lab06_reduce": reduce}
+# ---- the H100 run -----------------------------------------------------------------------------------
+
+# (seqs, tokens, heads, kv_heads, target % of the read or None where the target is "v2 >= v1")
+BATCHES = [(1, 2048, 32, 32, None), (1, 16384, 32, 32, 75), (4, 8192, 32, 32, 75),
+           (16, 4096, 32, 32, 80), (64, 1024, 32, 32, None), (1, 65536, 32, 32, None),
+           (64, 4096, 32, 4, None)]
+
+
+def measured() -> Figure:
+    v1 = h100.bench_series("06", "BM_GpuPagedAttentionV1")
+    v2 = h100.bench_series("06", "BM_GpuPagedAttentionV2")
+    read = h100.bench_series("06", "BM_GpuReadRoofline")
+    row_h = 40
+    f = Figure(820, 84 + row_h * len(BATCHES), "v1 and v2 on an H100",
+               "For the seven benchmark batches, one run of lab06_bench on one H100: lab 05's v1 "
+               "and this lab's v2 in GB/s of the K and V bytes they must read, the read roofline "
+               "over the same buffers in the same run, and v2's target where it is a fraction "
+               "of the read.")
+    x0 = 230
+    scale = h100.gbps_scale(f, x0, 560, 40 + row_h * len(BATCHES))
+    for i, (seqs, tokens, heads, kv, target) in enumerate(BATCHES):
+        shape = (seqs, tokens, heads, kv)
+        y = 42 + row_h * i
+        f.text(10, y + 10, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
+        f.text(10, y + 25, f"target ≥ {target}% of the read" if target else "target: v2 ≥ v1",
+               size=SIZE_SMALL, fill=MUTED)
+        full = read[shape][0]
+        read_x = x0 + full * scale
+        if target:
+            lo = x0 + full * target / 100 * scale
+            f.rect(lo, y, read_x - lo, 31, fill=STATE.fill, stroke=None)
+        f.line(read_x, y - 2, read_x, y + 33, stroke=INK, sw=2)
+        bars = [(WARPS[0], v1.get(shape), "v1: the logits do not fit in shared memory"),
+                (WARPS[3], v2.get(shape),
+                 "v2: 107% of this run's read, refused (the text says why)")]
+        for j, (style, figure, missing) in enumerate(bars):
+            by = y + 2 + 15 * j
+            if figure is None:
+                f.text(x0 + 4, by + 6, missing, size=SIZE_SMALL, fill=MUTED)
+                continue
+            gbps, pct = figure
+            f.rect(x0, by, gbps * scale, 12, fill=style.fill, stroke=style.ink, sw=1)
+            label = f"{gbps:,.0f}  ({pct:.0f}%)"
+            lx, anchor = x0 + gbps * scale + 5, "start"
+            if lx < read_x + 4 and lx + text_width(label, SIZE_SMALL) > read_x - 2:
+                lx, anchor = x0 + gbps * scale - 5, "end"  # inside the bar, off the read's tick
+            f.text(lx, by + 6, label, size=SIZE_SMALL, fill=style.ink, anchor=anchor,
+                   weight="bold" if style is WARPS[3] else "normal")
+    y = 62 + row_h * len(BATCHES)
+    end = f.legend(10, y, [(WARPS[0], "v1 (lab 05)"), (WARPS[3], "v2 (this lab)"),
+                           (STATE, "target")])
+    f.line(end, y - 7, end, y + 7, stroke=INK, sw=2)
+    f.text(end + 6, y, "read roofline, same run (% in brackets: of it)", size=SIZE_SMALL)
+    return f
+
+
+FIGURES = {"lab06_grid": grid, "lab06_scratch": scratch, "lab06_reduce": reduce,
+           "lab06_measured": measured}

@@ -145,7 +145,8 @@ def main(picked: list[Lab], impl_name: str | None) -> int:
                                                                     triples))
         block = (f"Predicted on an H100 SXM (132 SMs, 64 K registers and 228 KiB of shared "
                  f"memory per SM) from ptxas's figures (nvcc {release}, `-O3`, sm_90: {kernels}); "
-                 f"not yet measured on a GPU.\n\n{table(lab, impl_name, triples)}")
+                 f"what one H100 run measured is in \\ref lab_{lab.number}_measured.\n\n"
+                 f"{table(lab, impl_name, triples)}")
         print(f"\nLab {lab.number}:\n{block}\n")
         readme = lab.folder() / "README.md"
         if impl_name == "solution":

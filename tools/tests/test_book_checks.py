@@ -222,6 +222,34 @@ class TidyHtmlTest(unittest.TestCase):
                          '<div class="title">Introduction</div>')
 
 
+class FigureNumbersTest(unittest.TestCase):
+    """docs/tidy_html.py numbers each chapter's figures and resolves {{fig:NAME}} references."""
+
+    @staticmethod
+    def figure(name: str) -> str:
+        return (f'<div class="image">\n<object type="image/svg+xml" data="{name}.svg" '
+                f'style="pointer-events: none;"></object>\n<div class="caption">\nWhat it shows.'
+                f'</div></div>')
+
+    def test_chapter_figures_are_numbered_in_order_and_references_link_to_them(self):
+        number_figures = _load_tidy().number_figures
+        pages = {"lab_07.html": self.figure("lab07_gqa_reads") + "as {{fig:lab07_tiles}} shows"
+                 + self.figure("lab07_tiles"),
+                 "lab_06.html": "see {{fig:lab07_tiles}}", "index.html": self.figure("overview")}
+        out = number_figures(pages)
+        self.assertIn('<div class="image" id="fig-lab07_tiles">', out["lab_07.html"])
+        self.assertIn('<span class="book-fignum">Figure 7.2.</span> What it shows.',
+                      out["lab_07.html"])
+        self.assertIn('as <a href="#fig-lab07_tiles">Figure 7.2</a> shows', out["lab_07.html"])
+        self.assertIn('<a href="lab_07.html#fig-lab07_tiles">Figure 7.2</a>', out["lab_06.html"])
+        self.assertEqual(out["index.html"], pages["index.html"])  # front matter: not numbered
+        self.assertEqual(number_figures(out), out)  # a second run changes nothing
+
+    def test_a_reference_to_no_figure_stops_the_build(self):
+        with self.assertRaisesRegex(ValueError, "lab_06.html: .*lab07_tile"):
+            _load_tidy().number_figures({"lab_06.html": "see {{fig:lab07_tile}}"})
+
+
 class FigureLinksTest(unittest.TestCase):
     def test_figures_open_full_size(self):
         """docs/book-figures.js wraps each figure in a link to its SVG, and every page loads

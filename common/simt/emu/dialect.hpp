@@ -182,6 +182,7 @@ SIMT_ATOMIC_(atomic_sub, old - value)
 SIMT_ATOMIC_(atomic_max, old > value ? old : value)
 SIMT_ATOMIC_(atomic_min, old < value ? old : value)
 SIMT_ATOMIC_(atomic_exch, value)
+SIMT_ATOMIC_(atomic_xor, old ^ value)
 #undef SIMT_ATOMIC_
 
 template <class T>
@@ -220,4 +221,5 @@ inline T __ldg(const T* p) {
 #define atomicMax(...) ::simt::detail::atomic_max(SIMT_SITE_, __VA_ARGS__)
 #define atomicMin(...) ::simt::detail::atomic_min(SIMT_SITE_, __VA_ARGS__)
 #define atomicExch(...) ::simt::detail::atomic_exch(SIMT_SITE_, __VA_ARGS__)
+#define atomicXor(...) ::simt::detail::atomic_xor(SIMT_SITE_, __VA_ARGS__)
 #define atomicCAS(...) ::simt::detail::atomic_cas(SIMT_SITE_, __VA_ARGS__)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <random>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -47,6 +48,32 @@ TEST(SimtTiming, ReadRooflineRefusesWhatItsSixteenByteLoadsCannotRead) {
   EXPECT_THROW(simt::ReadRoofline({{bytes.data() + 4, 48}}), std::invalid_argument);  // misaligned
   EXPECT_THROW(simt::ReadRoofline({{bytes.data(), 40}}), std::invalid_argument);  // 40 % 16 != 0
   EXPECT_NO_THROW(simt::ReadRoofline({{bytes.data(), 64}}));
+  const simt::DeviceSpan span{bytes.data(), 64};
+  EXPECT_THROW(simt::ReadRoofline({span, span, span, span, span}), std::invalid_argument);  // > 4
+}
+
+// The yardstick must read every byte it is credited with, once: its sink is the XOR of every
+// 32-bit word it loaded, so a word skipped or read twice changes it (random words: a miss
+// cancels nothing by chance). Sizes leave a ragged tail after the four-loads-in-flight steps.
+TEST(SimtTiming, ReadRooflineReadsEveryWordOfEveryBufferOnce) {
+  std::mt19937 rng(2024);
+  std::vector<unsigned int> host_keys(4 * 1037), host_values(4 * 211);  // 16-byte words: 1037, 211
+  unsigned int expected = 0;
+  for (auto* host : {&host_keys, &host_values}) {
+    for (unsigned int& w : *host) {
+      w = static_cast<unsigned int>(rng());
+      expected ^= w;
+    }
+  }
+  simt::DeviceBuffer<unsigned int> keys(host_keys.size()), values(host_values.size());
+  keys.upload(host_keys.data(), host_keys.size());
+  values.upload(host_values.data(), host_values.size());
+  simt::ReadRoofline roofline({{keys.data(), host_keys.size() * 4},
+                               {values.data(), host_values.size() * 4}});
+  EXPECT_GE(roofline.timed(), 0.0);
+  EXPECT_EQ(roofline.fold(), expected) << "the read pass skipped or repeated some words";
+  roofline.timed();
+  EXPECT_EQ(roofline.fold(), 0u) << "two passes over the same words must cancel";
 }
 
 }  // namespace
