@@ -55,7 +55,7 @@ PAPER_HOSTS = {
 
 # The sections every chapter has, as `lab_NN_<suffix>` ids.
 CHAPTER_SECTIONS = ("why", "background", "files", "run", "implement", "tests", "notes",
-                    "further", "references")
+                    "check", "further", "references")
 
 # Attributes that load or link something, per tag (HTML and SVG).
 LINK_ATTRS = {
