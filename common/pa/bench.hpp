@@ -239,7 +239,9 @@ inline std::vector<PtxasFigures> design_table_arg(int argc, char** argv) {
     while (*at != '\0') {
       PtxasFigures f;
       int used = 0;
-      if (std::sscanf(at, "%d,%d,%d%n", &f.registers, &f.spill_bytes, &f.static_shared, &used) != 3) {
+      const int read =
+          std::sscanf(at, "%d,%d,%d%n", &f.registers, &f.spill_bytes, &f.static_shared, &used);
+      if (read != 3) {
         throw std::invalid_argument(std::string("--design_table: expected REGISTERS,SPILL_BYTES,"
                                                 "STATIC_SHARED[;...], got ") + argv[i]);
       }
@@ -256,6 +258,17 @@ inline std::string kib(double bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024.0);
   return text;
+}
+
+/// A count with a comma between thousands (16,384), as the book's prose writes numbers.
+inline std::string grouped(std::int64_t n) {
+  const std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out = n < 0 ? "-" : "";
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 /// [design_table]
 

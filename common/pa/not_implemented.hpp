@@ -11,7 +11,8 @@ namespace pa {
 
 /// [not_implemented]
 /// Thrown by a starter function that has not been written yet; its message names the function
-/// and the file to edit, e.g. "not implemented yet: write_kv — fill it in at labs/01-.../starter.cpp".
+/// and the file to edit, e.g.
+/// "not implemented yet: write_kv — fill it in at labs/01-.../starter.cpp".
 class NotImplemented : public std::logic_error {
  public:
   explicit NotImplemented(std::string_view function,

@@ -54,8 +54,8 @@ inline void rank_is(const ArgCheck& check, const std::string& name, const Tensor
 
 // ---- A paged cache's indices, in any layout ------------------------------------------------
 
-/// Requires, for every sequence s, 1 <= seq_lens[s] <= min(max_seq_len, block_tables.shape[1] *
-/// block_size), and every block it reads (block_tables[s, 0 .. ceil(seq_lens[s] / block_size)))
+/// Requires, for every sequence b, 1 <= seq_lens[b] <= min(max_seq_len, block_tables.shape[1] *
+/// block_size), and every block it reads (block_tables[b, 0 .. ceil(seq_lens[b] / block_size)))
 /// to be a block of the cache, in [0, num_blocks). block_tables ([num_seqs, max_blocks]) and
 /// seq_lens ([num_seqs]) must already be checked as int32 of those shapes.
 inline void sequences_in_cache(const ArgCheck& check, const Tensor& block_tables,

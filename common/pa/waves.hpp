@@ -3,10 +3,10 @@
 /// runs at once: FlashAttention-2's wave-efficiency rule (flash_api.cpp's split heuristic), for
 /// every lab that sizes a split grid.
 ///
-/// A grid of B blocks on a GPU that holds S of them at once (blocks per SM × SMs, the "slots")
-/// runs in ceil(B / S) waves; the last one is partly empty, and the GPU's memory system idles in
-/// that gap. The *wave efficiency* B / (S · ceil(B / S)) is the busy fraction. The rule: with
-/// enough blocks already (B ≥ 80 % of S) do not split; otherwise try every split count s whose
+/// A grid of N blocks on a GPU that holds S of them at once (blocks per SM × SMs, the "slots")
+/// runs in ceil(N / S) waves; the last one is partly empty, and the GPU's memory system idles in
+/// that gap. The *wave efficiency* N / (S · ceil(N / S)) is the busy fraction. The rule: with
+/// enough blocks already (N ≥ 80 % of S) do not split; otherwise try every split count s whose
 /// chunks differ from s - 1's, take the best efficiency, and return the *smallest* s within
 /// 85 % of it (more splits cost a larger merge and shorter, less efficient partitions).
 #pragma once

@@ -26,8 +26,8 @@ def threads() -> Figure:
     keys = f.grid(kx, 32, 1, NUM_KEYS, kw, 24,
                   lambda r, c: ("", hue(owner[key_owner[c]])), size=SIZE_SMALL)
     starts = [sum(sizes[:i]) for i in range(NUM_PARTITIONS)]
-    slot_w, slot_pitch = 66, 74
-    slot_y = 148
+    slot_w, slot_pitch = 60, 69  # leaves room right of slot 9 for the join's label
+    slot_y = 120
     for i in range(NUM_PARTITIONS):
         x0, x1 = keys.left(starts[i]), keys.right(starts[i] + sizes[i] - 1)
         f.line(x0, 28, x0, 60, stroke=INK, sw=1.2)
@@ -35,18 +35,18 @@ def threads() -> Figure:
         sx = kx + i * slot_pitch
         f.arrow((x0 + x1) / 2, 58, sx + slot_w / 2, slot_y - 1, color=hue(owner[i]).ink)
     f.line(keys.right(NUM_KEYS - 1), 28, keys.right(NUM_KEYS - 1), 60, stroke=INK, sw=1.2)
-    # The threads, as brackets over their runs of ranges.
+    # The threads, as brackets under their runs of slots: below the arrows, so no line crosses
+    # a label; the slots' connectors to the fold start under the labels.
+    bracket_y = slot_y + 36 + 10
     first = 0
     for t, r in enumerate(runs):
         x0 = kx + first * slot_pitch
         x1 = kx + (first + r - 1) * slot_pitch + slot_w
         name = "thread 0 (the caller)" if t == 0 else f"thread {t}"
-        label = f"{name}: ranges {first}–{first + r - 1}"
-        f.rect((x0 + x1) / 2 - len(label) * 3.4, 80, len(label) * 6.8, 16, fill="#ffffff",
-               stroke=None)
-        f.path(f"M{x0},{104} L{x0},{98} L{x1},{98} L{x1},{104}", stroke=hue(t).ink, sw=1.5)
-        f.text((x0 + x1) / 2, 88, f"{name}: ranges {first}–{first + r - 1}", size=SIZE_SMALL,
-               anchor="middle", fill=hue(t).ink, weight="bold")
+        f.path(f"M{x0},{bracket_y - 6} L{x0},{bracket_y} L{x1},{bracket_y} L{x1},{bracket_y - 6}",
+               stroke=hue(t).ink, sw=1.5)
+        f.text((x0 + x1) / 2, bracket_y + 13, f"{name}: ranges {first}–{first + r - 1}",
+               size=SIZE_SMALL, anchor="middle", fill=hue(t).ink, weight="bold")
         first += r
     # The slots: one Partial per range, written only by the thread that owns the range.
     f.text(10, slot_y - 14, "", size=SIZE_SMALL)
@@ -54,19 +54,18 @@ def threads() -> Figure:
         sx = kx + i * slot_pitch
         f.box(sx, slot_y, slot_w, 36, [f"slot {i}", "Partial"], fill=hue(owner[i]).fill,
               stroke=hue(owner[i]).ink, size=SIZE_SMALL, rx=2)
-    f.text(10, slot_y + 56, "std::vector<Partial> slots(10), made before any thread starts: "
-           "no two threads write the same element, so no lock.", size=SIZE_SMALL, fill=MUTED)
-    # Every thread joined, then one left fold in range order.
-    join_y = slot_y + 76
-    f.line(kx - 10, join_y, kx + NUM_PARTITIONS * slot_pitch, join_y, stroke=RULE, sw=1.5,
-           dash="6 4")
-    f.text(kx + NUM_PARTITIONS * slot_pitch - 4, join_y - 9, "every thread joined",
-           size=SIZE_SMALL, anchor="end", fill=MUTED)
+    # Every thread joined, then one left fold in range order. The join's label sits right of
+    # the last connector, where no line runs.
+    join_y = bracket_y + 46
+    line_end = kx + (NUM_PARTITIONS - 1) * slot_pitch + slot_w + 4
+    f.line(kx - 10, join_y, line_end, join_y, stroke=RULE, sw=1.5, dash="6 4")
+    f.lines(line_end + 6, join_y, ["every thread", "joined"], size=SIZE_SMALL, anchor="start",
+            fill=MUTED)
     fold_y = join_y + 46
     prev = None
     for i in range(NUM_PARTITIONS):
         cx = kx + i * slot_pitch + slot_w / 2
-        f.line(cx, slot_y + 36, cx, join_y, stroke=RULE, sw=1)
+        f.line(cx, bracket_y + 24, cx, join_y, stroke=RULE, sw=1)
         if i == 0:
             f.arrow(cx, join_y, cx + slot_pitch - 13, fold_y, color=STATE.ink)
             continue
@@ -79,10 +78,14 @@ def threads() -> Figure:
     f.arrow(prev, fold_y + 12, prev, fold_y + 44, color=STATE.ink)
     f.box(prev - 96, fold_y + 45, 120, 28, "acc / denom, once", fill="#ffffff", stroke=INK,
           size=SIZE_SMALL)
-    f.text(10, fold_y + 60, "((((P0 ⊕ P1) ⊕ P2) ⊕ …) ⊕ P9): the order depends on the ranges "
-           "only,", size=SIZE_SMALL, fill=MUTED)
-    f.text(10, fold_y + 76, "so 1, 2 or 8 threads give the same bits.", size=SIZE_SMALL,
-           fill=MUTED)
+    # The notes, below the fold and left of the result box: no line runs under them.
+    y = f.paragraph(10, fold_y + 40, "σ_{p} is slot p's Partial. ((((σ_{0} ⊕ σ_{1}) ⊕ σ_{2}) ⊕ …) "
+                    "⊕ σ_{9}): the order depends on the ranges only, so 1, 2 or 8 threads give "
+                    "the same bits.", width=prev - 96 - 30, fill=MUTED)
+    y = f.paragraph(10, y + 4, "std::vector<Partial> slots(10) is made before any thread "
+                    "starts: no two threads write the same element, so no lock.",
+                    width=prev - 96 - 30, fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 

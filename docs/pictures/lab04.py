@@ -86,7 +86,7 @@ def packed_q() -> Figure:
         f.line(qx - 16, y, qx, y, stroke=INK, sw=1.5)
         f.text(qx - 20, y, f"cu_seqlens_q[{s}] = {at}", size=SIZE_SMALL, anchor="end",
                mono=True)
-    y = f.paragraph(10, 276, "Request s owns rows cu_seqlens_q[s] … cu_seqlens_q[s+1] − 1 of q "
+    y = f.paragraph(10, 276, "Request b owns rows cu_seqlens_q[b] … cu_seqlens_q[b+1] − 1 of q "
                     "and of the output: a prefix sum of the new tokens only.", fill=MUTED)
     f.height = max(f.height, y)
     return f

@@ -209,17 +209,17 @@ PHASES = [
     (["Step 3: max inside each warp (butterfly, masks 16 … TG);",
       "lane 0 writes red_smem[w]"], {"q": "q", "l": "sₜ", "m": "warp maxima"}),
     (["cross-warp max → qk_max in every lane; Step 4:",
-      "logits[t] = e^{sₜ − qk_max}; warp sums → red_smem[4 + w]"],
-     {"q": "q", "l": "e^{sₜ − m}", "m": "(read)", "s": "warp sums"}),
+      "logits[t] = exp(sₜ − qk_max); warp sums → red_smem[4 + w]"],
+     {"q": "q", "l": "exp(sₜ − m)", "m": "(read)", "s": "warp sums"}),
     (["cross-warp sum → exp_sum; logits[t] /= exp_sum"],
      {"q": "q", "l": "wₜ (written)", "s": "(read)"}),
-    (["Step 5: accs += p · V over the warp's blocks;",
+    (["Step 5: accs += wₜ vₜ over the warp's blocks;",
       "Step 6: fold the lanes that share a V row"], {"q": "q", "l": "wₜ (read)"}),
     (["tree, round 1: warps 2 and 3 write their rows"], {"q": "q", "l": "out_smem: warps 2, 3"}),
     (["warps 0 and 1 add them"], {"q": "q", "l": "(read)"}),
     (["tree, round 2: warp 1 writes its rows"], {"q": "q", "l": "out_smem: warp 1"}),
     (["warp 0 adds them"], {"q": "q", "l": "(read)"}),
-    (["Step 7: warp 0 writes out[seq, head, :]"], {"q": "q"}),
+    (["Step 7: warp 0 writes out[b, h, :]"], {"q": "q"}),
 ]
 BARRIERS = [  # after each phase but the last; None: no barrier there
     "every thread reads all of q_vecs",
@@ -233,8 +233,8 @@ BARRIERS = [  # after each phase but the last; None: no barrier there
     "warp 1's rows written",
     "warp 0 done reading",
 ]
-REGIONS = [("q", "q_vecs", 64, STATE), ("l", "logits → out_smem", 150, WARPS[0]),
-           ("m", "red_smem\n[0..3]", 80, WARPS[2]), ("s", "red_smem\n[4..7]", 80, WARPS[3])]
+REGIONS = [("q", "q_vecs", 64, STATE), ("l", "logits → out_smem", 140, WARPS[0]),
+           ("m", "red_smem\n[0..3]", 92, WARPS[2]), ("s", "red_smem\n[4..7]", 92, WARPS[3])]
 
 
 def timeline() -> Figure:
@@ -245,8 +245,8 @@ def timeline() -> Figure:
                "Top to bottom: each phase of paged_attention_v1, the nine __syncthreads() "
                "between them and why each is there, and what shared memory holds meanwhile.")
     f.text(10, 16, "what the 128 threads do", size=SIZE_TITLE, weight="bold")
-    f.text(420, 16, "what shared memory holds", size=SIZE_TITLE, weight="bold")
-    x = 420
+    f.text(410, 16, "what shared memory holds", size=SIZE_TITLE, weight="bold")
+    x = 410
     xs = {}
     for key, name, w, h in REGIONS:
         xs[key] = (x, w, h)

@@ -88,10 +88,10 @@ def scratch() -> Figure:
 
         def cell(s, p):
             if kind(s, p) == "partial":
-                return f"s{s} p{p}", STATE
+                return f"b{s} p{p}", STATE
             return "", "#ffffff"
         f.grid(x, y0, len(SEQ_LENS), MAX_NUM_PARTITIONS, cw, ch, cell, stroke=RULE, sw=1,
-               row_labels=[f"s{s}" for s in range(len(SEQ_LENS))] if k == 0 else None)
+               row_labels=[f"b{s}" for s in range(len(SEQ_LENS))] if k == 0 else None)
     f.lines(40, y0 + ch * len(SEQ_LENS) + 26, ["each [num_seqs, num_heads,",
                                                 " max_num_partitions] float32"],
             size=SIZE_SMALL, anchor="start", fill=MUTED, mono=True)
@@ -106,18 +106,18 @@ def scratch() -> Figure:
             written = kind(s, p) == "partial"
             f.rect(tx, y, row_w, row_h, fill=STATE.fill if written else "#ffffff",
                    stroke=STATE.ink if written else RULE, sw=1, dash=None if written else "4 3")
-            f.text(tx - 6, y + row_h / 2, f"s{s} p{p}", size=SIZE_SMALL, anchor="end", fill=MUTED,
+            f.text(tx - 6, y + row_h / 2, f"b{s} p{p}", size=SIZE_SMALL, anchor="end", fill=MUTED,
                    mono=True)
             y += row_h + 2
         y += 6
     f.text(tx, y + 4, "d = 0, 1, …, head_size − 1 →", size=SIZE_SMALL, fill=MUTED)
     f.text(812, y + 22, "[num_seqs, num_heads, max_num_partitions, head_size] float32",
            size=SIZE_SMALL, fill=MUTED, mono=True, anchor="end")
-    y = f.paragraph(10, 270, "entry (s, h, p) sits at (s · num_heads + h) · max_num_partitions "
+    y = f.paragraph(10, 270, "entry (b, h, p) sits at (b · num_heads + h) · max_num_partitions "
                     "+ p; tmp_out multiplies that by head_size and adds d.")
     y = f.paragraph(10, y + 2, "The partition extent is max_num_partitions for every sequence. A "
                     "one-partition sequence (s1) and the partitions past a sequence's own count "
-                    "(s1 p1, s1 p2, s2 p2) are never written and never read: whatever a previous "
+                    "(b1 p1, b1 p2, b2 p2) are never written and never read: whatever a previous "
                     "step left there stays.", fill=MUTED)
     f.height = max(f.height, y)
     return f
@@ -159,7 +159,7 @@ def reduce() -> Figure:
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
     f.arrow(centre - 80, wy - 1, 205, sy + 41, color=STATE.ink)
     f.arrow(centre + 80, wy - 1, 615, sy + 41, color=STATE.ink)
-    f.box(centre - 110, 24, 220, 28, "out[s, h, d] = acc[d] / denom", fill="#ffffff",
+    f.box(centre - 110, 24, 220, 28, "out[b, h, d] = acc[d] / denom", fill="#ffffff",
           stroke=INK, size=SIZE_SMALL, mono=True)
     f.arrow(205, sy - 1, centre - 60, 53, color=INK)
     f.arrow(615, sy - 1, centre + 60, 53, color=INK)

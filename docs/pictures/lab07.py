@@ -168,7 +168,7 @@ def tiles() -> Figure:
              [("#f5f7fa", "read by every warp"), (POISON, "zero padding rows")])
     # Q · Kᵀ = S: Q's column slice k meets Kᵀ's row slice k; Kᵀ's column slice w is warp w's.
     y = 74
-    qg = _tile(f, 96, y, 2, qk_steps, cw, hh, "Q (q tile)", f"[16, {HEAD_SIZE}] 16-bit",
+    qg = _tile(f, 116, y, 2, qk_steps, cw, hh, "Q (q tile)", f"[16, {HEAD_SIZE}] 16-bit",
                lambda r, c: None, lambda r, c: f"k{c}" if r == 0 else "", row_labels=groups)
     f.rect(qg.x, qg.y + hh, qg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
     f.text(qg.x + qg.width + 14, y + hh, "·", size=22, anchor="middle")
@@ -200,12 +200,12 @@ def tiles() -> Figure:
         f.brace(rg.left(4 * w) + 2, rg.right(4 * w + 3) - 2, rg.y + rg.height + 3,
                 f"warp {w}: threads {32 * w}–{32 * w + 31}")
     yn = f.paragraph(10, rg.y + rg.height + 40, "Each row is one query head: its max m, sum "
-                     "denom and row_alpha = e^{m_old − m_new} are its own, reduced over its 8 "
+                     "denom and row_alpha = exp(m_old − m_new) are its own, reduced over its 8 "
                      "lanes (masks 4, 2, 1). Rows 8-15 (pale) are padding: computed like the "
                      "others, never written out.", fill=MUTED)
     # P · V = acc
     y3 = yn + 46
-    pg = _tile(f, 96, y3, 2, NUM_WARPS, 44, hh, "P (probabilities)", "[16, 64] 16-bit",
+    pg = _tile(f, 116, y3, 2, NUM_WARPS, 44, hh, "P (probabilities)", "[16, 64] 16-bit",
                lambda r, c: None, lambda r, c: f"t{16 * c}+" if r == 0 else "",
                row_labels=groups)
     f.text(pg.x + pg.width + 14, y3 + hh, "·", size=22, anchor="middle")

@@ -36,7 +36,7 @@ PAPER = "#ffffff"
 SIZE_TITLE = 14        # a panel's title
 SIZE = 12              # ordinary labels
 SIZE_SMALL = 12        # cell contents, annotations: the smallest text (12 px at the column,
-                       # so still 9.4 px where a 900 px window draws an 820 px figure about 643 px wide)
+                       # and at a 900 px window too, where book.css folds the sidebar away)
 STROKE = 1.2
 
 

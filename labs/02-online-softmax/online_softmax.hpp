@@ -20,8 +20,8 @@ Vec dense_attention(const Vec& q, const Mat& K, const Mat& V);
 /// Returns the same attention over the first seq_len tokens of a paged sequence, streaming one
 /// block at a time with the online-softmax state (m, denom, acc) and never forming the score row.
 /// q: [d]; k_cache: [num_blocks * block_size, d]; v_cache: [num_blocks * block_size, dv];
-/// block_table: [>= ceil(seq_len / block_size)] physical ids; physical block b is cache rows
-/// [b * block_size, (b + 1) * block_size) -> [dv].
+/// block_table: [>= ceil(seq_len / block_size)] physical ids; physical block phi is cache
+/// rows [phi * block_size, (phi + 1) * block_size) -> [dv].
 Vec paged_online_attention(const Vec& q, const Mat& k_cache, const Mat& v_cache,
                            const IVec& block_table, int seq_len, int block_size);
 /// [api]

@@ -19,11 +19,11 @@ namespace pa::varlen_batch {
 
 /// [build_forward_meta]
 // Goal: the scheduler's list of requests -> the five metadata tensors one attention call needs.
-// In:  batch[s] = {num_cached, num_new, blocks}; block_size.
+// In:  batch[b] = {num_cached, num_new, blocks} for request b; block_size.
 // Out: cu_seqlens_q [num_seqs + 1], seq_lens_kv [num_seqs],
 //      block_table [num_seqs, max_blocks_per_seq], positions [total_new], slot_mapping [total_new].
-// Invariants after it: the rows of request s in q are cu_seqlens_q[s] .. cu_seqlens_q[s + 1] - 1
-// (its new tokens only); seq_lens_kv[s] counts every token it attends to; a new token's position
+// Invariants after it: the rows of request b in q are cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1
+// (its new tokens only); seq_lens_kv[b] counts every token it attends to; a new token's position
 // continues the cached ones, and its slot is where that position lives in the request's blocks
 // (§ The write map and the read map); a block_table row holds the request's blocks, then -1.
 // Stuck? tools/lab hint 04 build_forward_meta

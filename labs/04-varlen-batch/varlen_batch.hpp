@@ -37,9 +37,9 @@ struct ForwardMeta {
 };
 
 /// Builds the step's metadata from the scheduler's list: new tokens are numbered sequence by
-/// sequence, token j of sequence s sits at position num_cached + j and is written to slot
-/// blocks[p / block_size] * block_size + p % block_size (p its position); row s of block_table is
-/// batch[s].blocks verbatim, right-padded with -1 to the longest list in the batch.
+/// sequence, token j of sequence b sits at position pos = num_cached + j and is written to slot
+/// blocks[pos / block_size] * block_size + pos % block_size; row b of block_table is
+/// batch[b].blocks verbatim, right-padded with -1 to the longest list in the batch.
 ForwardMeta build_forward_meta(const std::vector<SeqStep>& batch, int block_size);
 
 /// Copies row i of k / v into row slot_mapping[i] of k_pool / v_pool and touches nothing else.
@@ -48,9 +48,9 @@ ForwardMeta build_forward_meta(const std::vector<SeqStep>& batch, int block_size
 void set_kv(Mat& k_pool, Mat& v_pool, const IVec& slot_mapping, const Mat& k, const Mat& v);
 
 /// Returns softmax(q K^T / sqrt(head_dim)) V for every new token of every sequence, reading each
-/// sequence's keys through its block_table row: query token i of sequence s (at position
-/// seq_lens_kv[s] - q_len + i, q_len = cu_seqlens_q[s + 1] - cu_seqlens_q[s]) attends keys
-/// 0 .. seq_lens_kv[s] - q_len + i of sequence s only; query head h reads kv head
+/// sequence's keys through its block_table row: query token i of sequence b (at position
+/// seq_lens_kv[b] - q_len + i, q_len = cu_seqlens_q[b + 1] - cu_seqlens_q[b]) attends keys
+/// 0 .. seq_lens_kv[b] - q_len + i of sequence b only; query head h reads kv head
 /// h / (num_heads / num_kv_heads).
 /// q: [total_new, num_heads * head_dim], token-major;
 /// k_pool, v_pool: [num_blocks * block_size, num_kv_heads * head_dim]

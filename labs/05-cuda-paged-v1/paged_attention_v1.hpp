@@ -35,9 +35,9 @@ inline constexpr int kWarpSize = 32;
 void reshape_and_cache(Backend backend, const Tensor& key, const Tensor& value,
                        Tensor& key_cache, Tensor& value_cache, const Tensor& slot_mapping);
 
-/// One decode step of attention over the paged caches: for every sequence s and query head h,
-/// out[s, h] = softmax(scale * K q[s, h]) V over the first seq_lens[s] tokens of s, read
-/// through block_tables[s]; query head h reads kv head h / (num_heads / num_kv_heads).
+/// One decode step of attention over the paged caches: for every sequence b and query head h,
+/// out[b, h] = softmax(scale * K q[b, h]) V over the first seq_lens[b] tokens of b, read
+/// through block_tables[b]; query head h reads kv head h / (num_heads / num_kv_heads).
 /// out, query:   [num_seqs, num_heads, head_size]
 /// key_cache:    [num_blocks, num_kv_heads, head_size / x, block_size, x]
 /// value_cache:  [num_blocks, num_kv_heads, head_size, block_size]

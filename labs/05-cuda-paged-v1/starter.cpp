@@ -123,8 +123,8 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
   // TODO 3. Goal: the block-wide max of the logits, in every thread (§ The two reductions):
   //         first within each warp, then across warps through red_smem.
 
-  // TODO 4. Goal: the probabilities, in place. Out: logits[t] = e^(l_t - max) / sum over
-  //         t' < seq_len of e^(l_t' - max), for t < seq_len; the sum is block-wide (the other
+  // TODO 4. Goal: the probabilities, in place. Out: logits[t] = e^(s_t - max) / sum over
+  //         t' < seq_len of e^(s_t' - max), for t < seq_len; the sum is block-wide (the other
   //         half of red_smem). Invariant after it: every thread may read every probability.
 
   // ---- Step 5 (given): the value-side geometry -------------------------------------------

@@ -282,9 +282,10 @@ void print_design_table(const std::vector<pa::bench::PtxasFigures>& f) {
     const int blocks = blocks_of(f.at(k), v2_shared_mem_bytes(kHeadSize, partition));
     const std::int64_t grid = std::int64_t{heads} * seqs * v2_max_num_partitions(tokens, partition);
     const std::int64_t resident = std::min<std::int64_t>(blocks, (grid + sms - 1) / sms);
-    std::printf("| %d × %d, %d/%d | %d | %d | %lld | %.2f | %s |\n", seqs, tokens, heads,
-                kv_heads, partition, blocks,
-                static_cast<long long>(grid), pa::waves::waves(grid, std::int64_t{blocks} * sms),
+    std::printf("| %d × %s, %d/%d | %d | %d | %s | %.2f | %s |\n", seqs,
+                pa::bench::grouped(tokens).c_str(), heads, kv_heads, partition, blocks,
+                pa::bench::grouped(grid).c_str(),
+                pa::waves::waves(grid, std::int64_t{blocks} * sms),
                 pa::bench::kib(static_cast<double>(
                                    resident * v2_bytes_in_flight(kHeadSize, kBlockSize, 2)))
                     .c_str());

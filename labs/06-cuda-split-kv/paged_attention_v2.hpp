@@ -46,12 +46,12 @@ constexpr int v2_max_num_partitions(int max_seq_len, int partition_size) {
   return (max_seq_len + partition_size - 1) / partition_size;
 }
 
-/// One decode step of attention over the paged caches, split-KV: for every sequence s and query
-/// head h, out[s, h] = softmax(scale * K q[s, h]) V over the first seq_lens[s] tokens of s, read
-/// through block_tables[s]; query head h reads kv head h / (num_heads / num_kv_heads).
+/// One decode step of attention over the paged caches, split-KV: for every sequence b and query
+/// head h, out[b, h] = softmax(scale * K q[b, h]) V over the first seq_lens[b] tokens of b, read
+/// through block_tables[b]; query head h reads kv head h / (num_heads / num_kv_heads).
 /// A sequence of more than one partition leaves partition p's state in the scratch tensors:
-/// max_logits[s, h, p] = m (its largest logit), exp_sums[s, h, p] = sum of exp(logit - m) over
-/// its tokens, tmp_out[s, h, p, :] = sum of exp(logit - m) v over its tokens (not divided).
+/// max_logits[b, h, p] = m (its largest logit), exp_sums[b, h, p] = sum of exp(logit - m) over
+/// its tokens, tmp_out[b, h, p, :] = sum of exp(logit - m) v over its tokens (not divided).
 /// Scratch entries of a one-partition sequence, and of partitions past a sequence's own count,
 /// are left as they were: those are never written, read or merged.
 /// out, query:          [num_seqs, num_heads, head_size]

@@ -243,9 +243,11 @@ void print_design_table(const pa::bench::PtxasFigures& f) {
     const std::int64_t grid =
         std::int64_t{kv_heads} * seqs * ((tokens + partition - 1) / partition);
     const std::int64_t resident = std::min<std::int64_t>(blocks, (grid + sms - 1) / sms);
-    std::printf("| %d × %d, %d/%d | %s | %d | %d | %lld | %.2f | %s |\n", seqs, tokens, heads,
-                kv_heads, pa::bench::kib(static_cast<double>(shared)).c_str(), blocks, partition,
-                static_cast<long long>(grid), pa::waves::waves(grid, std::int64_t{blocks} * sms),
+    std::printf("| %d × %s, %d/%d | %s | %d | %s | %s | %.2f | %s |\n", seqs,
+                pa::bench::grouped(tokens).c_str(), heads, kv_heads,
+                pa::bench::kib(static_cast<double>(shared)).c_str(), blocks,
+                pa::bench::grouped(partition).c_str(), pa::bench::grouped(grid).c_str(),
+                pa::waves::waves(grid, std::int64_t{blocks} * sms),
                 pa::bench::kib(static_cast<double>(resident * layout.bytes_in_flight())).c_str());
   }
 }

@@ -130,9 +130,9 @@ struct SharedLayout {
 void reshape_and_cache_flash(Backend backend, const Tensor& key, const Tensor& value,
                              Tensor& key_cache, Tensor& value_cache, const Tensor& slot_mapping);
 
-/// One decode step of attention over the flash-layout caches: for every sequence s and query
-/// head h, out[s, h] = softmax(scale * K q[s, h]) V over the first seq_lens[s] tokens of s, read
-/// through block_tables[s] from kv head h / (num_heads / num_kv_heads). num_kv_heads and
+/// One decode step of attention over the flash-layout caches: for every sequence b and query
+/// head h, out[b, h] = softmax(scale * K q[b, h]) V over the first seq_lens[b] tokens of b, read
+/// through block_tables[b] from kv head h / (num_heads / num_kv_heads). num_kv_heads and
 /// block_size are the caches' extents. The context is split into partitions of partition_size
 /// tokens (a multiple of kTileTokens, at most kMaxPartitionSize; 0 picks default_partition_size
 /// for the backend's device) whose partial results are

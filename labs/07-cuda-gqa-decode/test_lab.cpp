@@ -332,6 +332,31 @@ TEST_P(GqaDecode, EveryPartitionSizeGivesTheSameAnswer) {
   }
 }
 
+TEST_P(GqaDecode, OnePartitionAndOneTilePartitionsAgree) {
+  // The split is invisible: the same batch as one partition per sequence (512 tokens, every
+  // sequence shorter: each block writes out itself, nothing is merged) and as partitions of one
+  // tile (up to 8 per sequence, written and merged) must give the same answer, whatever both
+  // are worth against the reference (the other tests check that). Both are float32 sums of the
+  // same terms in another order, rounded once to float16: at most one ulp of the output apart,
+  // which the dtype's tolerance covers. An element NaN both ways agrees: what made it NaN is not
+  // the split (the tests against the reference name it); this test is about what the split
+  // alone changes.
+  const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {500, 130, 64, 1});
+  Rng rng(743);
+  const DecodeProblem p = make_problem(rng, c);
+  Mat whole = run(GetParam(), p, 8 * kTileTokens);  // [num_seqs * num_heads, head_size]
+  Mat split = run(GetParam(), p, kTileTokens);
+  for (Eigen::Index i = 0; i < whole.rows(); ++i) {
+    for (Eigen::Index j = 0; j < whole.cols(); ++j) {
+      if (std::isnan(whole(i, j)) && std::isnan(split(i, j))) whole(i, j) = split(i, j) = 0.0;
+    }
+  }
+  const Tolerance tol = tolerance(c.dtype);
+  EXPECT_TRUE(AllClose(whole, split, tol.atol, tol.rtol,
+                       pa::testing::decode_labels(c.num_heads, "one partition",
+                                                  "partitions of one tile")));
+}
+
 // ---- Softmax: per-row statistics, the mask, large scores -----------------------------------
 
 /// [test_logit_scales]

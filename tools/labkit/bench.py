@@ -303,9 +303,13 @@ YARDSTICK_DASHES = {"BM_BaselineRead": "2", "BM_BaselineCopy": "(12,4,2,4)",
 
 
 def plot(lab: Lab, runs: list[dict], svg: Path, where: str) -> bool:
-    """One SVG: GB/s against tokens (log scale), a line per series, the baselines dashed."""
+    """One SVG: GB/s against tokens (log scale), a line per series, the baselines dashed, the
+    legend below the plot so that the curves get the figure's whole width. Only sweeps over
+    context length are drawn: lab 03's cascade batches are two unrelated shapes whose GB/s count
+    different rows, so the summary compares their times instead."""
     t = by_series(runs)
-    t = {s: pts for s, pts in t.items() if len(pts) > 1 and all(gbps(r) for r in pts.values())}
+    t = {s: pts for s, pts in t.items() if len(pts) > 1 and all(gbps(r) for r in pts.values())
+         and not s.startswith("BM_Cascade")}
     if not t or shutil.which("gnuplot") is None:
         return False
     data = svg.with_suffix(".dat")
@@ -313,28 +317,28 @@ def plot(lab: Lab, runs: list[dict], svg: Path, where: str) -> bool:
     for i, (s, pts) in enumerate(sorted(t.items(), key=lambda kv: (is_yardstick(kv[0]), kv[0]))):
         blocks.append(f"# {s}\n" + "\n".join(f"{int(n)} {gbps(r):.4f}" for n, r in sorted(pts.items())))
         grey = "#444444" if s in ("BM_BaselineRead", "BM_GpuReadRoofline") else "#999999"
-        # Each yardstick its own dash, so two greys never look alike; a series measured at a few
-        # unrelated shapes (the cascade batches) is points, since a line would claim values
-        # between them.
+        # Each yardstick its own dash, so two greys never look alike.
         dash = YARDSTICK_DASHES.get(s, "2")
         if is_yardstick(s):
             style = f"lines dashtype {dash} lw 2 lc rgb '{grey}'"
-        elif s.startswith("BM_Cascade"):
-            style = "points pt 7 ps 1.2"
         else:
             style = "linespoints lw 2 pt 7"
         plots.append(f"'{data}' index {i} using 1:2 with {style} title '{s[3:]}'")
     data.write_text("\n\n\n".join(blocks) + "\n")
+    # The token counts as the book writes them, with thousands separators (16,384).
+    tokens = sorted({int(n) for pts in t.values() for n in pts})
+    xtics = ", ".join(f'"{n:,}" {n}' for n in tokens)
     script = f"""
-set terminal svg size 820,460 dynamic font 'sans,12' background '#ffffff'
+set terminal svg size 820,520 dynamic font 'sans,13' background '#ffffff'
 set output '{svg}'
 set title "Lab {lab.number} — {lab.title}\\n{where}" noenhanced
 set xlabel 'tokens (context length)'
 set ylabel 'GB/s of K and V read'
 set logscale x 2
-set format x '%.0f'
+set xtics ({xtics})
+set xrange [{tokens[0] / 1.08}:{tokens[-1] * 1.08}]
 set grid
-set key outside right top noenhanced
+set key below horizontal maxcols 3 width 2 noenhanced
 set yrange [0:*]
 plot {', '.join(plots)}
 """
@@ -421,9 +425,12 @@ def run(args, impl: str, picked: list[Lab], with_bench: list[Lab], build: Path, 
                               if flags else ""})
     OUT.mkdir(parents=True, exist_ok=True)
     gpu = gpu_name()
+    # The plots name the machine and the build, not the day: a figure in the book stays the
+    # same figure until it is measured again. The date goes to the console and machine.txt.
     where = (f"{machine()}{f' + {gpu}' if gpu else ''} · {impl}s"
-             f"{', -march=native' if flags else ''} · {time.strftime('%Y-%m-%d')}")
-    print(f"tools/lab bench: {where}")
+             f"{', -march=native' if flags else ''}")
+    dated = f"{where} · {time.strftime('%Y-%m-%d')}"
+    print(f"tools/lab bench: {dated}")
     status = 0
     summary = []
     for lab in picked:
@@ -456,8 +463,8 @@ def run(args, impl: str, picked: list[Lab], with_bench: list[Lab], build: Path, 
                     shutil.copy(svg, BOOK / f"bench_{svg.name}")
     if args.book:
         BOOK.mkdir(parents=True, exist_ok=True)
-        (BOOK / "machine.txt").write_text(where + "\n")
-    print(f"\n== summary ({where})")
+        (BOOK / "machine.txt").write_text(dated + "\n")
+    print(f"\n== summary ({dated})")
     for lab, what, figure, met in summary:
         flag = "" if met is None else ("target met" if met else "target NOT met")
         print(f"  lab {lab.number}  {what:<70} {figure:<28} {flag}")

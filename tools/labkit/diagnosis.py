@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -218,19 +219,23 @@ def kind_of_result(t) -> str:
 
 
 class Recorded:
-    """A recorded failing test (the record keeps its Suite.Test key and its kind)."""
+    """A recorded failing test (the record keeps its Suite.Test key and its kind, and, for a report
+    that names a line, the step that owns the line: `at`)."""
 
-    def __init__(self, key: str, kind: str):
+    def __init__(self, key: str, kind: str, at: str = ""):
         self.key = self.name = key
         self.kind = kind
+        self.at = at if kind in READ_FIRST else ""
 
 
 def recorded_tests(failing) -> list[Recorded]:
-    """The failing tests of one record entry ({Suite.Test: kind}, or a list of names)."""
+    """The failing tests of one record entry ({"failing": {Suite.Test: kind}, "at": step},
+    {Suite.Test: kind}, or a list of names)."""
+    at = ""
     if isinstance(failing, dict) and "failing" in failing:
-        failing = failing["failing"]
+        failing, at = failing["failing"], failing.get("at", "")
     if isinstance(failing, dict):
-        return [Recorded(k, v) for k, v in sorted(failing.items())]
+        return [Recorded(k, v, at) for k, v in sorted(failing.items())]
     return [Recorded(k, "wrong value") for k in sorted(failing_of(failing))]
 
 
@@ -249,7 +254,10 @@ def diagnose(tests: list, table: dict, lab: Lab, cat: Catalogue | None = None,
     if read_first:
         # It names a line: the step is the one that line belongs to, not a guess. (A report
         # that names no line of starter.cpp still comes first; the catalogue names the step.)
+        # A recorded result keeps the step of its line instead of the report (`at`).
         located = step_of_report(lab, getattr(fallback, "detail", ""), root)
+        if located is None and getattr(fallback, "at", ""):
+            located = next((s for s in hints.load(lab, root) if s.id == fallback.at), None)
         if located is not None:
             return Diagnosis(fallback, located, located=True)
     cat = catalogue(lab, root) if cat is None else cat
@@ -295,16 +303,56 @@ def step_of_report(lab: Lab, detail: str, root: Path = ROOT) -> hints.Step | Non
     """The step that owns the line of the student's file a sanitizer's or the emulator's report
     names ("labs/06-x/starter.cpp:97 in ..."), read from the starter's /// [regions] and TODO
     marks as it is now; None when it names no line of it."""
-    import re
-    m = re.search(rf"(?:labs/{re.escape(lab.room)}/)?starter\.cpp:(\d+)", detail or "")
-    if not m:
-        return None
     path = lab.folder(root) / "starter.cpp"
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
         return None
-    return hints.step_of_line(hints.load(lab, root), lines, int(m.group(1)))
+    return step_of_lines(hints.load(lab, root), lines, "starter.cpp", detail)
+
+
+def report_lines(detail: str, name: str) -> list[int]:
+    """The lines of the file `name` a report names, in its order ("inlined at" call sites too)."""
+    return [int(n) for n in re.findall(rf"(?<![\w.-]){re.escape(name)}:(\d+)", detail or "")]
+
+
+def report_line(detail: str, name: str, lines: list[str] | None = None) -> int | None:
+    """The line of the file `name` (its text: `lines`) that a report is about. For a race, the
+    earlier in the file of the accesses it names inside the kernel the race is in (the barrier or
+    wait that would order them is missing after the first of them, and only the kernel's own body
+    can hold one: a line in a helper it calls, such as a copy, is where an access was issued, not
+    where the order belongs); otherwise the first line of that file it names. None when it names
+    none."""
+    numbers = report_lines(detail, name)
+    if not numbers:
+        return None
+    race = re.search(r"\bsimt: race in (\w+)", detail)
+    if not race:
+        return numbers[0]
+    if lines is not None:
+        own = [n for n in numbers if hints.place_of_line(lines, n)[0] == race.group(1)]
+        numbers = own or numbers
+    return min(numbers)
+
+
+def step_of_lines(steps: list[hints.Step], lines: list[str], name: str,
+                  detail: str) -> hints.Step | None:
+    """The step that owns the line of the file `name` (its text: `lines`) a report names."""
+    number = report_line(detail, name, lines)
+    return None if number is None else hints.step_of_line(steps, lines, number)
+
+
+def located_step(lab: Lab, tests: list, source: str, name: str, root: Path = ROOT) -> str:
+    """For a record: the step (its id) that owns the line the first failure shown names, when it
+    is one that is read rather than matched (a race or bounds finding, a sanitizer's report, an
+    emulator error) and it names a line of `source` (the file built, called `name` in reports);
+    "" otherwise. Graded results: anything with .key, .status, .detail."""
+    from labkit import grading
+    first = grading.first_to_fix(tests, grading.read_table(lab, root))
+    if first is None or grading.failure_kind(first.status, first.detail) not in READ_FIRST:
+        return ""
+    step = step_of_lines(hints.load(lab, root), source.splitlines(), name, first.detail)
+    return step.id if step else ""
 
 
 def step_line(d: Diagnosis, titles: dict[str, str]) -> str:

@@ -382,8 +382,9 @@ def checker_finding(detail: str) -> bool:
 
 
 def checker_hint(lab: Lab, detail: str, root: Path = ROOT) -> str:
-    """For a memory-checker finding: the step of the student's file that owns the first of the
-    lab's lines the report names ("starter.cpp:216 is in TODO 3: For each tile ..."), so the hint
+    """For a memory-checker finding: the step of the student's file that owns the line the report
+    is about (for a race, the earlier of its accesses inside the kernel; else the first of the
+    lab's lines it names) ("starter.cpp:216 is in TODO 3: For each tile ..."), so the hint
     points where the bug is rather than at what the failing test was about. "" when the report
     names no line of the lab's own files."""
     for name, line in re.findall(r"\b([\w.-]+\.(?:cpp|cuh|hpp|h)):(\d+)", detail):
@@ -392,6 +393,9 @@ def checker_hint(lab: Lab, detail: str, root: Path = ROOT) -> str:
             if not path.is_file():
                 continue
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            # A race names two accesses: the line the diagnosis reads (labkit/diagnosis.py).
+            from labkit import diagnosis
+            line = str(diagnosis.report_line(detail, name, lines) or line)
             for text in reversed(lines[:int(line)]):
                 m = STEP.match(text)
                 if m:

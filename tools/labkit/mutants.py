@@ -20,10 +20,12 @@ labNN_mutant_<stem>. A mutant whose diff no longer fits the solution is stale, a
 `tools/lab check --record` also writes what each mutant's graded tests did to RECORD
 (tools/tests/mutants/first_shown.json), a JSON object with one line per mutant:
 
-    "NN-name/stem": {"failing": {"Suite.Test": "<kind>", ...}},
+    "NN-name/stem": {"failing": {"Suite.Test": "<kind>", ...}, "at": "<step>"},
 
 every graded test that fails on the mutant (by its Suite.Test key, parameters folded in, its most
-telling kind kept) with its kind from grading.KINDS ("wrong value", "NaN", "crashed", ...). The
+telling kind kept) with its kind from grading.KINDS ("wrong value", "NaN", "crashed", ...), and
+"at" (only when the first failure shown is a report that names a line of the mutant's source):
+the hint step that owns that line (labkit/diagnosis.py, located_step). The
 unit tests read it to check the first-to-fix rule without building the mutants, and a mutant's
 failing set is what a diagnosis of the bug from its symptoms starts from."""
 from __future__ import annotations
@@ -265,11 +267,25 @@ def failing_kinds(m: Mutant) -> dict[str, str]:
     return dict(sorted(kinds.items()))
 
 
+def record_entry(m: Mutant) -> dict:
+    """A ran mutant's line of the record: its failing tests and, when the first failure shown is
+    a report that names a line of its source (a race, an access out of bounds, a sanitizer's
+    report), the step that owns that line ("at"), which is what the diagnosis names then."""
+    from labkit import diagnosis
+    entry: dict = {"failing": failing_kinds(m)}
+    at = diagnosis.located_step(m.lab, list(m.results.values()), m.source or "", m.stem + ".cpp")
+    if at:
+        entry["at"] = at
+    return entry
+
+
 def write_record(found: list[Mutant], path: Path = RECORD) -> int:
-    """Writes the record (the format: this file's docstring) of every mutant in `found` that ran;
-    returns how many it holds."""
-    entries = {f"{m.lab.room}/{m.stem}": {"failing": failing_kinds(m)}
-               for m in found if m.results}
+    """Writes the record (the format: this file's docstring) of every mutant in `found` that ran,
+    keeping the entries of the labs `found` has none of; returns how many it holds."""
+    rooms = {m.lab.room for m in found}
+    kept = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    entries = {key: entry for key, entry in kept.items() if key.split("/")[0] not in rooms}
+    entries.update({f"{m.lab.room}/{m.stem}": record_entry(m) for m in found if m.results})
     lines = [f"{json.dumps(key)}: {json.dumps(entry, ensure_ascii=False)}"
              for key, entry in sorted(entries.items())]
     path.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")

@@ -34,16 +34,16 @@ HAND = HERE / "hand_bugs"
 HAND_RECORD = HAND / "hand_bugs.json"
 MEASURED = ("04", "05", "06", "07")
 # The issue asks for 90 % (the first message names the TODO that holds the bug, over the catalogue
-# mutants of labs 04-07 and the hand-planted bugs). Measured on the records of 2026-11-26 13:07:
-# 77 % (catalogue 58 of 65, hand bugs 12 of 26). These bars guard what is reached, so that a
-# change that loses ground fails; they are not the issue's bar, which is not met: most bugs of
-# labs 05-07 fail nearly every test (barrier bugs: the same race everywhere), and a failing set
-# alone cannot tell their steps apart. (A race or bounds report of the memory checker names its
-# line, and then the step is that line's, not a guess; the record keeps kinds, not lines, so
-# this measure does not see it.)
-TARGET = 0.70
-HAND_TARGET = 0.30
-LEAVE_ONE_OUT = 0.45   # a bug the catalogue does not hold, simulated
+# mutants of labs 04-07 and the hand-planted bugs). Measured on the records of 2026-11-26 15:21:
+# 81 % (catalogue 67 of 70, hand bugs 11 of 26: lab 04 4/4, 05 2/6, 06 2/8, 07 3/8; the catalogue
+# left one out 67 %). These bars guard what is reached, so that a change that loses ground fails;
+# they are not the issue's bar, which is not met: most hand bugs of labs 05-07 fail nearly every
+# test with a wrong value, and the failing set of one is that of known bugs of another step (the
+# narrow tests that tell them apart pass, and a passing test casts no vote). A race or bounds report
+# names its line, and the record keeps the step that owns it ("at"), which the rule names.
+TARGET = 0.80
+HAND_TARGET = 0.40
+LEAVE_ONE_OUT = 0.65   # a bug the catalogue does not hold, simulated
 
 
 Failing = diagnosis.Recorded   # a recorded failing test: its Suite.Test key and its kind
@@ -89,7 +89,7 @@ def record_hand_bugs(numbers: list[str]) -> None:
         solution = mutants.solution_path(m.lab).read_text(encoding="utf-8")
         step = diagnosis.step_of_diff(m.lab, diff, solution, m.chapter)
         assert step in steps, f"{key}: no step"
-        kept[key] = {"step": step, "bug": m.bug, "failing": mutants.failing_kinds(m)}
+        kept[key] = {"step": step, "bug": m.bug, **mutants.record_entry(m)}
         print(f"{key}: {step}, {len(kept[key]['failing'])} failing")
     lines = [f"{json.dumps(k)}: {json.dumps(e, ensure_ascii=False)}" for k, e in sorted(kept.items())]
     HAND_RECORD.write_text("{\n" + ",\n".join(lines) + "\n}\n")   # one line per bug
@@ -103,7 +103,7 @@ def first_message(lab: labs.Lab, failing: list[Failing], cat=None):
 
 def measure(with_catalogue: bool = True, leave_one_out: bool = False):
     """[(key, owning step, test shown first, step named)] over the measured labs."""
-    record = mutants.read_record()
+    record = json.loads(mutants.RECORD.read_text())   # each entry whole: its "at" too
     owners = {k: v["step"] for k, v in json.loads(STEPS.read_text()).items()}
     rows = []
     for lab in labs.pick(list(MEASURED)):
@@ -116,7 +116,7 @@ def measure(with_catalogue: bool = True, leave_one_out: bool = False):
         hand = json.loads(HAND_RECORD.read_text()) if HAND_RECORD.exists() else {}
         if not leave_one_out:
             for key in sorted(k for k in hand if k.startswith(lab.room + "/")):
-                failing = recorded_failures(hand[key]["failing"])
+                failing = recorded_failures(hand[key])
                 shown, named = first_message(lab, failing, cat) if failing else (None, None)
                 rows.append((key, hand[key]["step"], shown, named))
     return rows
@@ -152,7 +152,7 @@ class Diagnosis(unittest.TestCase):
         rows = measure()
         missed = [r for r in rows if r[0] in json.loads(STEPS.read_text())
                   and todo_of(r[1]) != todo_of(r[3])]
-        self.assertLessEqual(len(missed), 8, "\n".join(map(str, missed)))
+        self.assertLessEqual(len(missed), 3, "\n".join(map(str, missed)))
 
     def test_left_one_out(self):
         rows = measure(leave_one_out=True)
@@ -241,6 +241,26 @@ class Rule(unittest.TestCase):
         d = diagnosis.diagnose([Failing("S.NarrowA", "wrong value"), report], self.table, self.lab,
                                self.cat)
         self.assertEqual((d.first.key, d.step.id, d.located), ("S.Wide", "attention.5", True))
+
+    def test_a_race_names_the_earlier_of_its_two_lines(self):
+        # The barrier that would order the two accesses is missing after the first of them in
+        # the file: the step that owns that one must publish (or finish reading) first.
+        race = ("simt: race in k, block (0, 0, 0): thread 2 writes static __shared__ memory at "
+                "bug.cpp:138, which thread 0 read at device_helpers.cuh:49 (inlined at "
+                "bug.cpp:166), with no barrier between them")
+        self.assertEqual(diagnosis.report_line(race, "bug.cpp"), 138)
+        later_first = race.replace("bug.cpp:138", "bug.cpp:190")
+        self.assertEqual(diagnosis.report_line(later_first, "bug.cpp"), 166)
+        bounds = "simt: out of bounds in k: thread 3 reads at bug.cpp:90 (inlined at bug.cpp:40)"
+        self.assertEqual(diagnosis.report_line(bounds, "bug.cpp"), 90)
+        self.assertIsNone(diagnosis.report_line(race, "starter.cpp"))
+        self.assertIsNone(diagnosis.report_line("at not_bug.cpp:12", "bug.cpp"))
+
+    def test_a_recorded_report_names_the_step_of_its_line(self):
+        entry = {"failing": {"S.Wide": "race or out of bounds", "S.NarrowA": "wrong value"},
+                 "at": "reduce.3"}
+        d = diagnosis.diagnose(diagnosis.recorded_tests(entry), self.table, self.lab, self.cat)
+        self.assertEqual((d.first.key, d.step.id, d.located), ("S.Wide", "reduce.3", True))
 
     def test_a_sanitizer_report_keeps_its_place(self):
         d = diagnosis.diagnose([Failing("S.NarrowA", "wrong value"),

@@ -240,7 +240,9 @@ class CheckerFindings(unittest.TestCase):
                 "// TODO 1. The geometry\nint a;\n// TODO 2. The scores, then a barrier\n"
                 "int b;\nint c;\n// TODO 3. The softmax\nint d;\n")
             hint = grading.checker_hint(LAB, self.RACE, root)
-            self.assertIn("starter.cpp:7 lies in TODO 3 (The softmax)", hint)
+            # The race's two accesses are lines 7 (the read) and 4 (the write): the barrier that
+            # orders them is missing after the earlier one, in the step that writes.
+            self.assertIn("starter.cpp:4 lies in TODO 2 (The scores, then a barrier)", hint)
             self.assertIn("(§ What to implement)", hint)
             self.assertEqual(grading.checker_hint(LAB, "simt: race in k at other.cpp:3", root), "")
 

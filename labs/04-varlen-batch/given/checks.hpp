@@ -48,7 +48,7 @@ inline void set_kv(const Mat& k_pool, const Mat& v_pool, const IVec& slot_mappin
 
 /// Checks the head counts and widths, the pool shapes, and the metadata: cu_seqlens_q starts at
 /// 0, never decreases and ends at q.rows(); one seq_lens_kv entry and one block_table row per
-/// sequence; every seq_lens_kv[s] covers that sequence's queries and fits its table row; every
+/// sequence; every seq_lens_kv[b] covers that sequence's queries and fits its table row; every
 /// block a sequence reads is a block of the pool.
 inline void attn_paged(const Mat& q, const Mat& k_pool, const Mat& v_pool,
                        const ForwardMeta& meta, int num_heads, int num_kv_heads) {
