@@ -55,7 +55,7 @@ PAPER_HOSTS = {
 
 # The sections every chapter has, as `lab_NN_<suffix>` ids.
 CHAPTER_SECTIONS = ("why", "background", "files", "run", "implement", "tests", "notes",
-                    "further", "references")
+                    "check", "further", "references")
 
 # Attributes that load or link something, per tag (HTML and SVG).
 LINK_ATTRS = {
@@ -586,6 +586,9 @@ return {rendered, errors, svgs, figures, unlinked, title: document.title};
 LAYOUT = r"""
 const contents = document.querySelector("div.contents");
 if (!contents) return {problems: ["the page has no div.contents"], elements: 0};
+// The answers of "Check yourself" are folded in <details>: open them, so that what a reader sees
+// after a click is measured too (a closed one has no boxes).
+for (const d of contents.querySelectorAll("details")) d.open = true;
 const column = contents.querySelector(":scope > div.textblock") || contents;
 const box = column.getBoundingClientRect();
 const problems = [];
