@@ -29,7 +29,7 @@ from xml.sax.saxutils import escape
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 MONO = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 INK = "#1f2933"        # text and outlines
-MUTED = "#616e7c"      # secondary text, guides
+MUTED = "#52606d"      # secondary text, guides (dark enough to read at 11 px)
 RULE = "#9aa5b1"       # light outlines, dashed frames
 PAPER = "#ffffff"
 
