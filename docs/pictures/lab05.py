@@ -24,8 +24,8 @@ def rank_fill(h: Hue, rank: int) -> str:
 
 def thread_map() -> Figure:
     f = Figure(820, 478, "Who reads what in the q·k phase",
-               "float16, block_size 16, head_size 128: 128 threads in 4 warps; warp w takes "
-               "logical blocks w, w+4, ...; thread group g (2 threads) takes token g of each; "
+               "float16, block_size 16, head_size 128: 128 threads in 4 warps; warp ω takes "
+               "logical blocks ω, ω+4, ...; thread group g (2 threads) takes token g of each; "
                "rank r reads the r-th 8 bytes of every 16-byte chunk of that token's key.")
     # 1. The threads.
     f.text(10, 14, f"1. The thread block: {NUM_THREADS} threads = {NUM_WARPS} warps × 32 lanes; "
@@ -38,7 +38,7 @@ def thread_map() -> Figure:
     g = f.grid(gx, gy, NUM_WARPS, WARP_SIZE, cw, ch, thread_cell, size=SIZE_SMALL,
                row_labels=[f"warp {w}" for w in range(NUM_WARPS)])
     f.text(gx + g.width + 8, gy + 51, "cell: lane l;", size=SIZE_SMALL, fill=MUTED)
-    f.text(gx + g.width + 8, gy + 65, "thread 32w + l", size=SIZE_SMALL, fill=MUTED)
+    f.text(gx + g.width + 8, gy + 65, "thread 32ω + l", size=SIZE_SMALL, fill=MUTED)
     for k in range(WARP_SIZE // G + 1):
         x = g.left(k * G) if k < WARP_SIZE // G else g.right(WARP_SIZE - 1)
         f.line(x, gy, x, g.bottom(NUM_WARPS - 1), stroke=INK, sw=0.8)
@@ -50,7 +50,7 @@ def thread_map() -> Figure:
 
     # 2. Warps to logical blocks.
     y2 = 140
-    f.text(10, y2, "2. Warp w takes the logical blocks w, w + 4, w + 8, … of the sequence "
+    f.text(10, y2, "2. Warp ω takes the logical blocks ω, ω + 4, ω + 8, … of the sequence "
            "(here 12 blocks, 180 tokens)", size=SIZE, weight="bold")
     bw = 56
     blocks = f.grid(72, y2 + 16, 1, 12, bw, 26,
@@ -204,7 +204,7 @@ def value_cache() -> Figure:
 # dynamic shared memory: logits, later out_smem), m (red_smem[0..3]), s (red_smem[4..7]).
 PHASES = [
     (["Step 1: each thread loads its 16-byte pieces of q"], {"q": "q (written)"}),
-    (["Step 2: q·k — warp w over blocks w, w+4, …; group butterfly;",
+    (["Step 2: q·k — warp ω over blocks ω, ω+4, …; group butterfly;",
       "rank 0 writes logits[t] and keeps a running max"], {"q": "q (read)", "l": "sₜ (written)"}),
     (["Step 3: max inside each warp (butterfly, masks 16 … TG);",
       "lane 0 writes red_smem[w]"], {"q": "q", "l": "sₜ", "m": "warp maxima"}),

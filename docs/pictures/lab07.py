@@ -182,10 +182,10 @@ def tiles() -> Figure:
     sx = kg.x + kg.width + 30
     _tile(f, sx, y, 2, NUM_WARPS, 44, hh, "S (scores)", "[16, 64] float",
           lambda r, c: c, lambda r, c: f"t{16 * c}+" if r == 0 else "")
-    yn = f.paragraph(10, kg.y + kg.height + 34, "Warp w: for k = 0 … 7, mma_sync(s, Q[:, 16k …], "
-                     "Kᵀ[16k …, 16w …]). The key tile lies in shared memory as [64 tokens, "
-                     f"{HEAD_SIZE}] row-major; read col_major, its rows 16w … 16w + 15 are "
-                     "exactly Kᵀ's columns 16w … 16w + 15, so no transpose is ever stored. Each "
+    yn = f.paragraph(10, kg.y + kg.height + 34, "Warp ω: for k = 0 … 7, mma_sync(s, Q[:, 16k …], "
+                     "Kᵀ[16k …, 16ω …]). The key tile lies in shared memory as [64 tokens, "
+                     f"{HEAD_SIZE}] row-major; read col_major, its rows 16ω … 16ω + 15 are "
+                     "exactly Kᵀ's columns 16ω … 16ω + 15, so no transpose is ever stored. Each "
                      "warp stores its 16 columns of S; rows 8-15 come out 0 (zero queries).",
                      fill=MUTED)
     # The softmax: rows to threads, all 16 rows.
@@ -219,8 +219,8 @@ def tiles() -> Figure:
     ox = vg.x + vg.width + 30
     _tile(f, ox, y3, 2, qk_steps, 26, hh, "acc (tiles.o)", f"[16, {HEAD_SIZE}] float",
           lambda r, c: c // o_tiles, lambda r, c: f"w{c // o_tiles}" if r == 0 else "")
-    yn = f.paragraph(10, vg.y + vg.height + 22, f"Warp w owns acc's columns "
-                     f"{HEAD_SIZE // NUM_WARPS}w … {HEAD_SIZE // NUM_WARPS}w + "
+    yn = f.paragraph(10, vg.y + vg.height + 22, f"Warp ω owns acc's columns "
+                     f"{HEAD_SIZE // NUM_WARPS}ω … {HEAD_SIZE // NUM_WARPS}ω + "
                      f"{HEAD_SIZE // NUM_WARPS - 1} ({o_tiles} tiles): it scales their rows by "
                      "row_alpha in shared memory, loads them as accumulators, adds the 4 "
                      "products P[:, 16j …] · V[16j …, its columns] and stores them back. Every "
@@ -241,13 +241,13 @@ def tiles() -> Figure:
 LOOP = [  # (what the threads do, copies in flight (cp.async groups), what the three stages hold)
     ("3a  start the copies of tile t+2 into stage (t+2) mod 3; wait for tile t's keys",
      "V t; tiles t+1, t+2", ("K t", "K/V t+1", "→ t+2")),
-    ("3b  S = Q·Kᵀ on tensor cores, warp w: 16 columns; store S",
+    ("3b  S = Q·Kᵀ on tensor cores, warp ω: 16 columns; store S",
      "V t; tiles t+1, t+2", ("K t (read)", "K/V t+1", "→ t+2")),
     ("3c  softmax per row: m, denom, row_alpha, P (16-bit)",
      "V t; tiles t+1, t+2", ("K t", "K/V t+1", "→ t+2")),
     ("3d  wait for tile t's values",
      "tiles t+1, t+2", ("K/V t", "K/V t+1", "→ t+2")),
-    ("3e  acc = diag(row_alpha) acc + P·V, warp w: its columns",
+    ("3e  acc = diag(row_alpha) acc + P·V, warp ω: its columns",
      "tiles t+1, t+2", ("V t (read)", "K/V t+1", "→ t+2")),
 ]
 BARRIERS = {0: "(K) every thread's copies of K t landed and visible",
