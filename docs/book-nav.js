@@ -128,8 +128,36 @@ var BookNav = {
     if ((tries || 0) < 40) setTimeout(function () { BookNav.openChapters((tries || 0) + 1); }, 50);
   },
 
+  /**
+   * The "Contents" button of a narrow window (below 1000 px, where book.css folds the sidebar
+   * away so the text gets the whole width): it opens and closes the sidebar. Wider windows
+   * never show it.
+   */
+  contentsToggle: function () {
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "book-contents-toggle";
+    button.textContent = "\u2630 Contents";
+    function remember(open) {  // the choice holds for the next page of this visit
+      try { window.sessionStorage.setItem("bookContentsOpen", open ? "1" : "0"); } catch (e) {}
+    }
+    var wasOpen = false;
+    try { wasOpen = window.sessionStorage.getItem("bookContentsOpen") === "1"; } catch (e) {}
+    if (wasOpen) document.documentElement.classList.add("book-contents-open");
+    button.setAttribute("aria-expanded", wasOpen ? "true" : "false");
+    button.addEventListener("click", function () {
+      var open = document.documentElement.classList.toggle("book-contents-open");
+      remember(open);
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+      window.dispatchEvent(new Event("resize"));  // Doxygen's resize.js lays the panes out again
+    });
+    var content = document.getElementById("doc-content");
+    if (content) content.insertBefore(button, content.firstChild);
+  },
+
   init: function () {
     function run() {
+      BookNav.contentsToggle();
       BookNav.render();
       BookNav.breadcrumb();
       BookNav.openChapters(0);

@@ -17,6 +17,8 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   third picture; the figure gets the anchor fig-<picture name>), and the text refers to one as
   {{fig:lab07_tiles}}, written in the chapter's Markdown, which becomes a link "Figure 7.3" on
   any page. A reference to a figure no chapter shows stops the build.
+- A chapter's display formulas are numbered per chapter too, (7.1), (7.2), ..., by a \\tag that
+  MathJax's AMS extension draws at the right margin.
 Standard library only; a page is rewritten only when something changed.
 """
 from __future__ import annotations
@@ -78,6 +80,28 @@ def number_figures(pages: dict[str, str]) -> dict[str, str]:
     return out
 
 
+# A display formula as Doxygen writes \f[ ... \f] (the formula, up to its closing \]).
+DISPLAY_FORMULA = re.compile(r'(<p class="formulaDsp">\n\\\[)(.*?)(\\\]\n</p>)', re.S)
+
+
+def number_formulas(name: str, text: str) -> str:
+    """Tags every display formula of a chapter page (lab_NN.html) with (N.1), (N.2), ... in
+    order; other pages, and formulas that carry a tag already, are left as they are."""
+    chapter = CHAPTER_PAGE.match(name)
+    if not chapter:
+        return text
+    count = 0
+
+    def tag(formula: re.Match) -> str:
+        nonlocal count
+        if "\\tag" in formula.group(2):
+            return formula.group(0)
+        count += 1
+        return (f"{formula.group(1)}{formula.group(2).rstrip()}\n"
+                f"  \\tag{{{int(chapter.group(1))}.{count}}}\n{formula.group(3)}")
+    return DISPLAY_FORMULA.sub(tag, text)
+
+
 def _keep_together(m: re.Match) -> str:
     if not m.group(1) and not m.group(3):
         return m.group(0)
@@ -101,7 +125,8 @@ def main(argv: list[str]) -> int:
     paths = sorted(Path(argv[0]).glob("*.html"))
     before = {page.name: page.read_text(encoding="utf-8") for page in paths}
     try:
-        numbered = number_figures({name: tidy(text) for name, text in before.items()})
+        numbered = number_figures({name: number_formulas(name, tidy(text))
+                                   for name, text in before.items()})
     except ValueError as e:
         print(f"tidy_html: {e}", file=sys.stderr)
         return 1

@@ -27,7 +27,7 @@ def threads() -> Figure:
                   lambda r, c: ("", hue(owner[key_owner[c]])), size=SIZE_SMALL)
     starts = [sum(sizes[:i]) for i in range(NUM_PARTITIONS)]
     slot_w, slot_pitch = 60, 69  # leaves room right of slot 9 for the join's label
-    slot_y = 148
+    slot_y = 120
     for i in range(NUM_PARTITIONS):
         x0, x1 = keys.left(starts[i]), keys.right(starts[i] + sizes[i] - 1)
         f.line(x0, 28, x0, 60, stroke=INK, sw=1.2)
@@ -35,18 +35,18 @@ def threads() -> Figure:
         sx = kx + i * slot_pitch
         f.arrow((x0 + x1) / 2, 58, sx + slot_w / 2, slot_y - 1, color=hue(owner[i]).ink)
     f.line(keys.right(NUM_KEYS - 1), 28, keys.right(NUM_KEYS - 1), 60, stroke=INK, sw=1.2)
-    # The threads, as brackets over their runs of ranges.
+    # The threads, as brackets under their runs of slots: below the arrows, so no line crosses
+    # a label; the slots' connectors to the fold start under the labels.
+    bracket_y = slot_y + 36 + 10
     first = 0
     for t, r in enumerate(runs):
         x0 = kx + first * slot_pitch
         x1 = kx + (first + r - 1) * slot_pitch + slot_w
         name = "thread 0 (the caller)" if t == 0 else f"thread {t}"
-        label = f"{name}: ranges {first}–{first + r - 1}"
-        f.rect((x0 + x1) / 2 - len(label) * 3.4, 80, len(label) * 6.8, 16, fill="#ffffff",
-               stroke=None)
-        f.path(f"M{x0},{104} L{x0},{98} L{x1},{98} L{x1},{104}", stroke=hue(t).ink, sw=1.5)
-        f.text((x0 + x1) / 2, 88, f"{name}: ranges {first}–{first + r - 1}", size=SIZE_SMALL,
-               anchor="middle", fill=hue(t).ink, weight="bold")
+        f.path(f"M{x0},{bracket_y - 6} L{x0},{bracket_y} L{x1},{bracket_y} L{x1},{bracket_y - 6}",
+               stroke=hue(t).ink, sw=1.5)
+        f.text((x0 + x1) / 2, bracket_y + 13, f"{name}: ranges {first}–{first + r - 1}",
+               size=SIZE_SMALL, anchor="middle", fill=hue(t).ink, weight="bold")
         first += r
     # The slots: one Partial per range, written only by the thread that owns the range.
     f.text(10, slot_y - 14, "", size=SIZE_SMALL)
@@ -56,7 +56,7 @@ def threads() -> Figure:
               stroke=hue(owner[i]).ink, size=SIZE_SMALL, rx=2)
     # Every thread joined, then one left fold in range order. The join's label sits right of
     # the last connector, where no line runs.
-    join_y = slot_y + 66
+    join_y = bracket_y + 46
     line_end = kx + (NUM_PARTITIONS - 1) * slot_pitch + slot_w + 4
     f.line(kx - 10, join_y, line_end, join_y, stroke=RULE, sw=1.5, dash="6 4")
     f.lines(line_end + 6, join_y, ["every thread", "joined"], size=SIZE_SMALL, anchor="start",
@@ -65,7 +65,7 @@ def threads() -> Figure:
     prev = None
     for i in range(NUM_PARTITIONS):
         cx = kx + i * slot_pitch + slot_w / 2
-        f.line(cx, slot_y + 36, cx, join_y, stroke=RULE, sw=1)
+        f.line(cx, bracket_y + 24, cx, join_y, stroke=RULE, sw=1)
         if i == 0:
             f.arrow(cx, join_y, cx + slot_pitch - 13, fold_y, color=STATE.ink)
             continue

@@ -219,7 +219,7 @@ PHASES = [
     (["warps 0 and 1 add them"], {"q": "q", "l": "(read)"}),
     (["tree, round 2: warp 1 writes its rows"], {"q": "q", "l": "out_smem: warp 1"}),
     (["warp 0 adds them"], {"q": "q", "l": "(read)"}),
-    (["Step 7: warp 0 writes out[seq, head, :]"], {"q": "q"}),
+    (["Step 7: warp 0 writes out[b, h, :]"], {"q": "q"}),
 ]
 BARRIERS = [  # after each phase but the last; None: no barrier there
     "every thread reads all of q_vecs",

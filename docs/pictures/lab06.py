@@ -147,7 +147,7 @@ def reduce() -> Figure:
         f.arrow(x + bw / 2, by - 1, centre + (x + bw / 2 - centre) * 0.35, my + 41,
                 color=hue(p).ink)
     f.box(centre - 260, wy, 520, 40,
-          [f"wₚ = e^{{mₚ − M}}, a tile of {NUM_THREADS} partitions at a time",
+          [f"wₚ = exp(mₚ − M), a tile of {NUM_THREADS} partitions at a time",
            "weights[] in shared memory; barriers around each tile"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
     f.arrow(centre, my - 1, centre, wy + 41, color=STATE.ink)

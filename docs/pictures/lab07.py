@@ -228,7 +228,7 @@ def tiles() -> Figure:
                      "stage of the ring.", fill=MUTED)
     sizes = _shared_bytes(HEAD_SIZE)
     yn = f.paragraph(10, yn + 6, f"Shared memory at head_size {HEAD_SIZE}, rows padded by 16 "
-                     "bytes (S: 32): " + ", ".join(f"{k} {v / 1024:.4g} KiB"
+                     "bytes (S: 32): " + ", ".join(f"{k} {v / 1024:.2f}".rstrip("0").rstrip(".") + " KiB"
                                                    for k, v in sizes.items()) +
                      f": {sum(sizes.values()) / 1024:.1f} KiB per thread block.",
                      fill=MUTED)

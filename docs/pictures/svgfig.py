@@ -29,14 +29,14 @@ from xml.sax.saxutils import escape
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 MONO = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 INK = "#1f2933"        # text and outlines
-MUTED = "#616e7c"      # secondary text, guides
+MUTED = "#52606d"      # secondary text, guides (dark enough to read at 11 px)
 RULE = "#9aa5b1"       # light outlines, dashed frames
 PAPER = "#ffffff"
 
 SIZE_TITLE = 14        # a panel's title
 SIZE = 12              # ordinary labels
 SIZE_SMALL = 12        # cell contents, annotations: the smallest text (12 px at the column,
-                       # so still 9.4 px where a 900 px window draws an 820 px figure about 643 px wide)
+                       # and at a 900 px window too, where book.css folds the sidebar away)
 STROKE = 1.2
 
 

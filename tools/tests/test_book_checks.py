@@ -245,6 +245,16 @@ class FigureNumbersTest(unittest.TestCase):
         self.assertEqual(out["index.html"], pages["index.html"])  # front matter: not numbered
         self.assertEqual(number_figures(out), out)  # a second run changes nothing
 
+    def test_chapter_display_formulas_are_numbered_once(self):
+        number_formulas = _load_tidy().number_formulas
+        page = ('<p class="formulaDsp">\n\\[\n  m = \\max_i s_i\n\\]\n</p>'
+                '<p class="formulaDsp">\n\\[ a = b \\]\n</p>')
+        out = number_formulas("lab_02.html", page)
+        self.assertIn("m = \\max_i s_i\n  \\tag{2.1}\n\\]", out)
+        self.assertIn("a = b\n  \\tag{2.2}\n\\]", out)
+        self.assertEqual(number_formulas("lab_02.html", out), out)  # tagged once
+        self.assertEqual(number_formulas("setup.html", page), page)  # front matter: not numbered
+
     def test_a_reference_to_no_figure_stops_the_build(self):
         with self.assertRaisesRegex(ValueError, "lab_06.html: .*lab07_tile"):
             _load_tidy().number_figures({"lab_06.html": "see {{fig:lab07_tile}}"})
