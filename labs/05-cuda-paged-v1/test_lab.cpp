@@ -311,6 +311,42 @@ TEST_P(PagedAttentionV1, OneTokenReturnsItsValueExactly) {
   }
 }
 
+TEST_P(PagedAttentionV1, EveryAnswerLandsInItsOwnRow) {
+  // Where each answer goes, not what it is worth: three sequences of four query heads over two kv
+  // heads, every query head's query its own, so every (sequence, head) has an answer of its own.
+  // A row of out that holds another row's answer (within the tolerance) was computed from that
+  // head's query, or written to the wrong row. A row that matches no answer at all is left to
+  // the other tests: a wrong value is theirs, this one only says where an answer went.
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.seq_lens = {5, 20, 33};
+  Rng rng(913);
+  const Problem p = make_problem(rng, c);
+  const Mat want = pa::testing::expected_decode(p);  // [num_seqs * num_heads, head_size]
+  const Mat got = run(GetParam(), p);
+  const Tolerance tol = tolerance(c.dtype);
+  const auto holds = [&](Eigen::Index row, Eigen::Index answer) {
+    const auto diff = (got.row(row) - want.row(answer)).cwiseAbs();
+    const auto bound = (tol.atol + tol.rtol * want.row(answer).cwiseAbs().array()).matrix();
+    return (diff.array() <= bound.array()).all();
+  };
+  const auto name = [&](Eigen::Index row) {
+    return "sequence " + std::to_string(row / c.num_heads) + " head " +
+           std::to_string(row % c.num_heads);
+  };
+  for (Eigen::Index row = 0; row < want.rows(); ++row) {
+    if (holds(row, row)) continue;
+    for (Eigen::Index other = 0; other < want.rows(); ++other) {
+      EXPECT_FALSE(other != row && holds(row, other))
+          << "the row of out of " << name(row) << " holds the answer of " << name(other)
+          << ": was it computed from that head's query, or written to the wrong row of out "
+             "([num_seqs, num_heads, head_size])?";
+    }
+  }
+}
+
 // Two tests that each leave one half of the kernel nothing to get wrong, so that a failure
 // says which half holds the bug. Equal keys make every score of a sequence equal whatever the
 // query, the scale and the max: the softmax is uniform and out is the plain mean of the values

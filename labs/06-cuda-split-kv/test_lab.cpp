@@ -67,12 +67,16 @@ constexpr double kAccTol = 1e-4;
 /// A decode problem in the V0 layout, its block-table rows padded with an all-NaN block to
 /// whole partitions of the largest partition size (plus one block): an engine sizes its table
 /// rows for a long context, so a kernel that runs past a sequence's blocks reads NaN.
+void widen_for_every_partition_size(Problem& p) {
+  const int largest = kSupportedPartitionSizes.back();
+  pa::testing::widen_block_tables(
+      p, v2_max_num_partitions(p.max_seq_len, largest) * (largest / p.cfg.block_size) + 1);
+}
+
 Problem make_problem(Rng& rng, Config c) {
   c.layout = kV0;
   Problem p = pa::testing::make_decode_problem(rng, c);
-  const int largest = kSupportedPartitionSizes.back();
-  pa::testing::widen_block_tables(
-      p, v2_max_num_partitions(p.max_seq_len, largest) * (largest / c.block_size) + 1);
+  widen_for_every_partition_size(p);
   return p;
 }
 
@@ -634,6 +638,56 @@ TEST_P(PagedAttentionV2, OneTokenReturnsItsValueExactly) {
             << "partition_size " << partition_size << ", sequence " << s << " head " << h;
       }
     }
+  }
+}
+
+// Two tests that each leave one half of the kernels nothing to get wrong (as lab 05's), over
+// partitions of unequal sizes, so that a failure says which half holds the bug. Equal keys make
+// every score of a sequence equal whatever the query, the scale and the partition: every
+// partition's max is the same, the softmax is uniform and out is the plain mean of the values,
+// so only which value rows each partition reads and how the reduce weighs the partitions (by
+// their sums: how many tokens each holds) decide it. Equal values make out that value for any
+// weights that sum to 1: which tokens are scored and how cannot change it; the normalization of
+// each partition and of the reduce can.
+void make_rows_equal(std::vector<Mat>& per_sequence) {
+  for (Mat& m : per_sequence) m.rowwise() = Eigen::RowVectorXd(m.row(0));
+}
+
+/// A GQA 4/2 float32 problem of lengths around the small partition's edges, whose keys (or
+/// values) are one row repeated per sequence.
+Problem equal_rows_problem(std::uint64_t seed, bool keys) {
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.head_size = 64;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.seq_lens = {1, 63, 64, 65, 300, 700};
+  Rng rng(seed);
+  Problem p = make_problem(rng, c);
+  make_rows_equal(keys ? p.k : p.v);
+  pa::testing::place_shuffled(p, rng);
+  widen_for_every_partition_size(p);
+  return p;
+}
+
+TEST_P(PagedAttentionV2, EqualKeysGiveTheMeanOfTheValues) {
+  const Problem p = equal_rows_problem(915, true);
+  for (const int partition_size : {kPartitionSize, kSmallPartition}) {
+    SCOPED_TRACE("partition_size " + std::to_string(partition_size) +
+                 ": every key of a sequence is the same row, so every weight is 1 / seq_len in "
+                 "every partition and out is the mean of the sequence's values");
+    expect_close_to_reference(p, run(GetParam(), p, partition_size).out);
+  }
+}
+
+TEST_P(PagedAttentionV2, EqualValuesComeBackWhateverTheWeights) {
+  const Problem p = equal_rows_problem(916, false);
+  EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+  for (const int partition_size : {kPartitionSize, kSmallPartition}) {
+    SCOPED_TRACE("partition_size " + std::to_string(partition_size) +
+                 ": every value row of a sequence is the same, so out is that row for any "
+                 "weights that sum to 1 over the sequence's tokens and its partitions");
+    expect_close_to_reference(p, run(GetParam(), p, partition_size).out);
   }
 }
 

@@ -34,16 +34,19 @@ HAND = HERE / "hand_bugs"
 HAND_RECORD = HAND / "hand_bugs.json"
 MEASURED = ("04", "05", "06", "07")
 # The issue asks for 90 % (the first message names the TODO that holds the bug, over the catalogue
-# mutants of labs 04-07 and the hand-planted bugs). Measured on the records of 2026-11-26 15:21:
-# 81 % (catalogue 67 of 70, hand bugs 11 of 26: lab 04 4/4, 05 2/6, 06 2/8, 07 3/8; the catalogue
-# left one out 67 %). These bars guard what is reached, so that a change that loses ground fails;
-# they are not the issue's bar, which is not met: most hand bugs of labs 05-07 fail nearly every
-# test with a wrong value, and the failing set of one is that of known bugs of another step (the
-# narrow tests that tell them apart pass, and a passing test casts no vote). A race or bounds report
-# names its line, and the record keeps the step that owns it ("at"), which the rule names.
-TARGET = 0.80
-HAND_TARGET = 0.40
-LEAVE_ONE_OUT = 0.65   # a bug the catalogue does not hold, simulated
+# mutants of labs 04-07 and the hand-planted bugs). Measured on the records of 2026-11-26 15:55:
+# 84 % (catalogue 68 of 70, hand bugs 13 of 26: lab 04 4/4, 05 3/6, 06 2/8, 07 4/8; the catalogue
+# left one out 70 %). Before: 81 %, 67 of 70, 11 of 26, 67 %; lab 05's EveryAnswerLandsInItsOwnRow
+# and the equal-keys/equal-values pairs of labs 06 and 07 brought 83 % (68, 12, 69 %), then the
+# flatter specificity (diagnosis.SPECIFICITY_POWER, chosen on the left-one-out figure alone) 84 %.
+# These bars guard what is reached, so that a change that loses ground fails; they are not the
+# issue's bar, which is not met: most hand bugs of labs 05-07 fail nearly every test with a wrong
+# value, and the failing set of one is that of known bugs of another step (the narrow tests that
+# tell them apart pass, and a passing test casts no vote). A race or bounds report names its line,
+# and the record keeps the step that owns it ("at"), which the rule names.
+TARGET = 0.84
+HAND_TARGET = 0.50
+LEAVE_ONE_OUT = 0.70   # a bug the catalogue does not hold, simulated
 
 
 Failing = diagnosis.Recorded   # a recorded failing test: its Suite.Test key and its kind
@@ -152,7 +155,7 @@ class Diagnosis(unittest.TestCase):
         rows = measure()
         missed = [r for r in rows if r[0] in json.loads(STEPS.read_text())
                   and todo_of(r[1]) != todo_of(r[3])]
-        self.assertLessEqual(len(missed), 3, "\n".join(map(str, missed)))
+        self.assertLessEqual(len(missed), 2, "\n".join(map(str, missed)))
 
     def test_left_one_out(self):
         rows = measure(leave_one_out=True)
