@@ -14,7 +14,7 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
 - Doxygen starts every section heading with an empty line (the anchor, then a newline) and ends a
   page title with a space: both are dropped, so a heading's text is its first line.
 - Figures are numbered per chapter, in order ("Figure 7.3." before the caption of lab_07.html's
-  third picture; the figure gets the anchor fig-<picture name>), and the text refers to one as
+  third picture; the introduction, index.html, is chapter 0; the figure gets the anchor fig-<picture name>), and the text refers to one as
   {{fig:lab07_tiles}}, written in the chapter's Markdown, which becomes a link "Figure 7.3" on
   any page. A reference to a figure no chapter shows stops the build.
 - A chapter's display formulas are numbered per chapter too, (7.1), (7.2), ..., by a \\tag that
@@ -44,7 +44,7 @@ CODE_WITH_PUNCTUATION = re.compile(r'(\(?)(<code class="book-nowrap">[^<]*</code
 # A chapter's picture as Doxygen writes `\image html NAME.svg "caption"`, up to its caption's text.
 FIGURE = re.compile(r'<div class="image">(\n<(?:object|img)\b[^>]*?\b(?:data|src)="([\w.-]+?)'
                     r'\.(?:svg|png)"[^>]*>(?:</object>)?\n?<div class="caption">\n?)')
-CHAPTER_PAGE = re.compile(r"^lab_(\d\d)\.html$")
+CHAPTER_PAGE = re.compile(r"^(?:lab_(\d\d)|index)\.html$")  # the introduction is chapter 0
 FIGURE_REFERENCE = re.compile(r"\{\{fig:([\w.-]+)\}\}")
 
 
@@ -57,7 +57,7 @@ def number_figures(pages: dict[str, str]) -> dict[str, str]:
         chapter = CHAPTER_PAGE.match(name)
         if chapter:
             for i, figure in enumerate(FIGURE.finditer(text), 1):
-                numbers[figure.group(2)] = (name, f"{int(chapter.group(1))}.{i}")
+                numbers[figure.group(2)] = (name, f"{int(chapter.group(1) or 0)}.{i}")
 
     def label(figure: re.Match) -> str:
         picture = figure.group(2)
@@ -98,7 +98,7 @@ def number_formulas(name: str, text: str) -> str:
             return formula.group(0)
         count += 1
         return (f"{formula.group(1)}{formula.group(2).rstrip()}\n"
-                f"  \\tag{{{int(chapter.group(1))}.{count}}}\n{formula.group(3)}")
+                f"  \\tag{{{int(chapter.group(1) or 0)}.{count}}}\n{formula.group(3)}")
     return DISPLAY_FORMULA.sub(tag, text)
 
 

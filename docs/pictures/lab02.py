@@ -134,7 +134,7 @@ def corr_example() -> Figure:
         f.lines(x, base + 62, state, size=SIZE_SMALL, anchor="start", mono=True, gap=1.45)
     # The rescale, between the first two panels.
     f.arrow(208, 90, 284, 90, color=STATE.ink, sw=1.6)
-    f.text(246, 70, f"corr = e^{{2−4}}", size=SIZE, anchor="middle", fill=STATE.ink,
+    f.text(246, 60, f"corr = e^{{2−4}}", size=SIZE, anchor="middle", fill=STATE.ink,
            weight="bold")
     f.text(246, 108, f"= {corr:.3f}", size=SIZE_SMALL, anchor="middle", fill=STATE.ink,
            weight="bold")

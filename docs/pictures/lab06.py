@@ -147,14 +147,14 @@ def reduce() -> Figure:
         f.arrow(x + bw / 2, by - 1, centre + (x + bw / 2 - centre) * 0.35, my + 41,
                 color=hue(p).ink)
     f.box(centre - 260, wy, 520, 40,
-          [f"wₚ = exp(mₚ − M), a tile of {NUM_THREADS} partitions at a time",
+          [f"βₚ = exp(mₚ − M), a tile of {NUM_THREADS} partitions at a time",
            "weights[] in shared memory; barriers around each tile"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
     f.arrow(centre, my - 1, centre, wy + 41, color=STATE.ink)
-    f.box(40, sy, 330, 40, ["denom = Σₚ wₚ · denomₚ",
+    f.box(40, sy, 330, 40, ["denom = Σₚ βₚ · denomₚ",
                             "a share per thread, then block_sum (a tree)"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
-    f.box(450, sy, 330, 40, ["acc[d] = Σₚ wₚ · accₚ[d]",
+    f.box(450, sy, 330, 40, ["acc[d] = Σₚ βₚ · accₚ[d]",
                              "thread d adds the partitions in order"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
     f.arrow(centre - 80, wy - 1, 205, sy + 41, color=STATE.ink)

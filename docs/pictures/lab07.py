@@ -163,7 +163,7 @@ def tiles() -> Figure:
     qk_steps = HEAD_SIZE // WMMA
     o_tiles = HEAD_SIZE // WMMA // NUM_WARPS
     cw, ch, hh = 26, 30, 15
-    groups = ["heads 8k+0…7", "rows 8-15: 0"]
+    groups = ["heads 8h′…8h′+7", "rows 8-15: 0"]
     f.legend(10, 12, [(WARPS[w], f"warp {w}") for w in range(NUM_WARPS)] +
              [("#f5f7fa", "read by every warp"), (POISON, "zero padding rows")])
     # Q · Kᵀ = S: Q's column slice k meets Kᵀ's row slice k; Kᵀ's column slice w is warp w's.

@@ -235,14 +235,16 @@ class FigureNumbersTest(unittest.TestCase):
         number_figures = _load_tidy().number_figures
         pages = {"lab_07.html": self.figure("lab07_gqa_reads") + "as {{fig:lab07_tiles}} shows"
                  + self.figure("lab07_tiles"),
-                 "lab_06.html": "see {{fig:lab07_tiles}}", "index.html": self.figure("overview")}
+                 "lab_06.html": "see {{fig:lab07_tiles}}", "index.html": self.figure("overview"),
+                 "setup.html": self.figure("tools")}
         out = number_figures(pages)
         self.assertIn('<div class="image" id="fig-lab07_tiles">', out["lab_07.html"])
         self.assertIn('<span class="book-fignum">Figure 7.2.</span> What it shows.',
                       out["lab_07.html"])
         self.assertIn('as <a href="#fig-lab07_tiles">Figure 7.2</a> shows', out["lab_07.html"])
         self.assertIn('<a href="lab_07.html#fig-lab07_tiles">Figure 7.2</a>', out["lab_06.html"])
-        self.assertEqual(out["index.html"], pages["index.html"])  # front matter: not numbered
+        self.assertIn("Figure 0.1.", out["index.html"])  # the introduction is chapter 0
+        self.assertEqual(out["setup.html"], pages["setup.html"])  # other front matter: not numbered
         self.assertEqual(number_figures(out), out)  # a second run changes nothing
 
     def test_chapter_display_formulas_are_numbered_once(self):
