@@ -4,7 +4,7 @@ keyed by its decode batch (seqs, tokens, heads, kv_heads)."""
 import json
 from pathlib import Path
 
-from svgfig import MUTED, RULE, SIZE, SIZE_SMALL, Figure
+from svgfig import INK, MUTED, RULE, SIZE, SIZE_SMALL, STATE, Figure, text_width
 
 GPU_DATA = Path(__file__).resolve().parent.parent / "figures" / "gpu"
 LAB05_BENCH = GPU_DATA / "h100-lab05_bench-2026-11-22.json"   # tools/lab bench 05, on the H100
@@ -60,3 +60,27 @@ def gbps_scale(f: Figure, x0: float, width: float, bottom: float) -> float:
         f.line(x, 34, x, bottom, stroke=RULE, sw=0.6, dash="2 3")
         f.text(x, 28, str(gb), size=SIZE_SMALL, anchor="middle", fill=MUTED)
     return scale
+
+
+def batch_bars(f: Figure, x0: float, scale: float, y: float, read_gbps: float,
+               target_pct: float | None, bars: list) -> None:
+    """One batch's bars from x0, 15 px apart from y: `bars` holds (hue, GB/s or None, label,
+    text where the figure is missing, bold?). Behind them the target band (target_pct of the
+    read) and the read's tick; a label that would cross the tick goes inside its bar's end."""
+    height = 15 * len(bars) + 1
+    read_x = x0 + read_gbps * scale
+    if target_pct:
+        lo = x0 + read_gbps * target_pct / 100 * scale
+        f.rect(lo, y, read_x - lo, height, fill=STATE.fill, stroke=None)
+    f.line(read_x, y - 2, read_x, y + height + 2, stroke=INK, sw=2)
+    for j, (style, gbps, label, missing, bold) in enumerate(bars):
+        by = y + 2 + 15 * j
+        if gbps is None:
+            f.text(x0 + 4, by + 6, missing, size=SIZE_SMALL, fill=MUTED)
+            continue
+        f.rect(x0, by, gbps * scale, 12, fill=style.fill, stroke=style.ink, sw=1)
+        lx, anchor = x0 + gbps * scale + 5, "start"
+        if lx < read_x + 4 and lx + text_width(label, SIZE_SMALL) > read_x - 2:
+            lx, anchor = x0 + gbps * scale - 5, "end"
+        f.text(lx, by + 6, label, size=SIZE_SMALL, fill=style.ink, anchor=anchor,
+               weight="bold" if bold else "normal")

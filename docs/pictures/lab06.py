@@ -4,7 +4,7 @@ of the test EmptyTrailingPartitionsAreNeverWrittenOrMerged: 1100, 40 and 600 tok
 of 512. Last, the H100 run of lab06_bench (docs/figures/gpu/)."""
 import h100
 from svgfig import (FREE, INK, MUTED, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS, Figure,
-                    hue, text_width)
+                    hue)
 
 PARTITION_SIZE = 512
 SEQ_LENS = [1100, 40, 600]
@@ -195,28 +195,14 @@ def measured() -> Figure:
         f.text(10, y + 10, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
         f.text(10, y + 25, f"target ≥ {target}% of the read" if target else "target: v2 ≥ v1",
                size=SIZE_SMALL, fill=MUTED)
-        full = read[shape][0]
-        read_x = x0 + full * scale
-        if target:
-            lo = x0 + full * target / 100 * scale
-            f.rect(lo, y, read_x - lo, 31, fill=STATE.fill, stroke=None)
-        f.line(read_x, y - 2, read_x, y + 33, stroke=INK, sw=2)
-        bars = [(WARPS[0], v1.get(shape), "v1: the logits do not fit in shared memory"),
-                (WARPS[3], v2.get(shape),
-                 "v2: 107% of this run's read, refused (the text says why)")]
-        for j, (style, figure, missing) in enumerate(bars):
-            by = y + 2 + 15 * j
+        def bar(style, figure, missing, bold=False):
             if figure is None:
-                f.text(x0 + 4, by + 6, missing, size=SIZE_SMALL, fill=MUTED)
-                continue
-            gbps, pct = figure
-            f.rect(x0, by, gbps * scale, 12, fill=style.fill, stroke=style.ink, sw=1)
-            label = f"{gbps:,.0f}  ({pct:.0f}%)"
-            lx, anchor = x0 + gbps * scale + 5, "start"
-            if lx < read_x + 4 and lx + text_width(label, SIZE_SMALL) > read_x - 2:
-                lx, anchor = x0 + gbps * scale - 5, "end"  # inside the bar, off the read's tick
-            f.text(lx, by + 6, label, size=SIZE_SMALL, fill=style.ink, anchor=anchor,
-                   weight="bold" if style is WARPS[3] else "normal")
+                return (style, None, "", missing, bold)
+            return (style, figure[0], f"{figure[0]:,.0f}  ({figure[1]:.0f}%)", "", bold)
+        h100.batch_bars(f, x0, scale, y, read[shape][0], target, [
+            bar(WARPS[0], v1.get(shape), "v1: the logits do not fit in shared memory"),
+            bar(WARPS[3], v2.get(shape), "v2: 107% of this run's read, refused (the text says why)",
+                bold=True)])
     y = 62 + row_h * len(BATCHES)
     end = f.legend(10, y, [(WARPS[0], "v1 (lab 05)"), (WARPS[3], "v2 (this lab)"),
                            (STATE, "target")])

@@ -304,7 +304,7 @@ def targets() -> Figure:
     mine = h100.bench_series("07", "BM_GpuGqaDecode")
     read = h100.bench_series("07", "BM_GpuReadRoofline")
     torch = h100.torch_sdpa(h100.TORCH_SDPA_RUN2)
-    bar, row_h = 12, 70
+    row_h = 70
     f = Figure(820, 104 + row_h * len(SHAPES), "Where the kernel landed on an H100",
                "For the five benchmark batches, one run on one H100: labs 05's and 06's kernels, "
                "this lab's kernel and FlashAttention through PyTorch, the plain read of the same "
@@ -318,28 +318,17 @@ def targets() -> Figure:
         f.text(10, y + 25, f"target ≥ {target}% of the read", size=SIZE_SMALL, fill=MUTED)
         # The read: the benchmark's own yardstick where the run reached it, else PyTorch's sum.
         full = read[shape][0] if shape in read else torch[shape]["read_sum_GBps"]
-        read_x = x0 + full * scale
-        lo = x0 + full * target / 100 * scale
-        f.rect(lo, y, (full - full * target / 100) * scale, 4 * 15 + 1, fill=STATE.fill,
-               stroke=None)
-        f.line(read_x, y - 2, read_x, y + 4 * 15 + 3, stroke=INK, sw=2)
-        bars = [(WARPS[0], v1.get(shape), "v1: the logits do not fit in shared memory"),
-                (WARPS[3], v2.get(shape), "v2: not reached before the run's time limit"),
-                (WARPS[1], mine[shape], ""),
-                (WARPS[2], (torch[shape]["sdpa_flash_GBps"], None), "")]
-        for j, (style, figure, missing) in enumerate(bars):
-            by = y + 2 + 15 * j
-            if figure is None:
-                f.text(x0 + 4, by + 6, missing, size=SIZE_SMALL, fill=MUTED)
-                continue
-            gbps = figure[0]
-            f.rect(x0, by, gbps * scale, bar, fill=style.fill, stroke=style.ink, sw=1)
-            label = f"{gbps:,.0f}" + (f"  ({figure[1]:.0f}%)" if style is WARPS[1] else "")
-            lx, anchor = x0 + gbps * scale + 5, "start"
-            if lx < read_x + 4 and lx + text_width(label, SIZE_SMALL) > read_x - 2:
-                lx, anchor = x0 + gbps * scale - 5, "end"  # inside the bar, off the read's tick
-            f.text(lx, by + 6, label, size=SIZE_SMALL, fill=style.ink, anchor=anchor,
-                   weight="bold" if style is WARPS[1] else "normal")
+        mine_gbps, mine_pct = mine[shape]
+        flash = torch[shape]["sdpa_flash_GBps"]
+        h100.batch_bars(f, x0, scale, y, full, target, [
+            (WARPS[0], v1[shape][0] if shape in v1 else None,
+             f"{v1[shape][0]:,.0f}" if shape in v1 else "",
+             "v1: the logits do not fit in shared memory", False),
+            (WARPS[3], v2[shape][0] if shape in v2 else None,
+             f"{v2[shape][0]:,.0f}" if shape in v2 else "",
+             "v2: not reached before the run's time limit", False),
+            (WARPS[1], mine_gbps, f"{mine_gbps:,.0f}  ({mine_pct:.0f}%)", "", True),
+            (WARPS[2], flash, f"{flash:,.0f}", "", False)])
     y = 62 + row_h * len(SHAPES)
     f.legend(10, y, [(WARPS[0], "v1 (lab 05)"), (WARPS[3], "v2 (lab 06)"),
                      (WARPS[1], "this lab (% of the same-run read)"),
