@@ -273,6 +273,10 @@ void scale_query_row(DecodeProblem& p, Eigen::Index row, double factor) {
   }
 }
 
+void make_rows_equal(std::vector<Mat>& per_sequence) {
+  for (Mat& m : per_sequence) m.rowwise() = Eigen::RowVectorXd(m.row(0));
+}
+
 DecodeProblem with_query_scaled(DecodeProblem p, double factor) {
   for (Eigen::Index r = 0; r < p.q.rows(); ++r) scale_query_row(p, r, factor);
   return p;

@@ -160,6 +160,10 @@ void scale_query_row(DecodeProblem& p, Eigen::Index row, double factor);
 /// power of two, the reference of the copy is the truth for `p` run at `factor` times its scale.
 DecodeProblem with_query_scaled(DecodeProblem p, double factor);
 
+/// Makes every row of each sequence's matrix (p.k or p.v) equal to its first row: equal keys give
+/// every token the same weight, equal values make the output that row whatever the weights.
+void make_rows_equal(std::vector<Mat>& per_sequence);
+
 /// Makes token 0 of every sequence an attention sink: for each kv head its key becomes the sum
 /// of the group's query rows, stretched so that every head of the group scores at least
 /// `logit` on it (after rounding to cfg.dtype), and the caches are written again.

@@ -353,10 +353,6 @@ TEST_P(PagedAttentionV1, EveryAnswerLandsInItsOwnRow) {
 // (the value side and the normalization alone decide it). Equal values make out that value
 // for any weights that sum to 1 (the scores alone cannot change it; the normalization and the
 // value side can). The NaN rows of every last block are still there.
-void make_rows_equal(std::vector<Mat>& per_sequence) {
-  for (Mat& m : per_sequence) m.rowwise() = Eigen::RowVectorXd(m.row(0));
-}
-
 TEST_P(PagedAttentionV1, EqualKeysGiveTheMeanOfTheValues) {
   Config c;
   c.dtype = DType::kFloat32;
@@ -365,7 +361,7 @@ TEST_P(PagedAttentionV1, EqualKeysGiveTheMeanOfTheValues) {
   c.seq_lens = {1, 15, 16, 17, 40};
   Rng rng(911);
   Problem p = make_problem(rng, c);
-  make_rows_equal(p.k);
+  pa::testing::make_rows_equal(p.k);
   pa::testing::place_shuffled(p, rng);
   // The one test with a flat softmax on purpose: its reference, the mean of each sequence's
   // values, is far from zero and from any single row.
@@ -380,7 +376,7 @@ TEST_P(PagedAttentionV1, EqualValuesComeBackWhateverTheWeights) {
   c.seq_lens = {1, 15, 16, 17, 40};
   Rng rng(912);
   Problem p = make_problem(rng, c);
-  make_rows_equal(p.v);
+  pa::testing::make_rows_equal(p.v);
   pa::testing::place_shuffled(p, rng);
   EXPECT_TRUE(pa::testing::SpreadIsWide(p));
   expect_close_to_reference(p, run(GetParam(), p));

@@ -649,10 +649,6 @@ TEST_P(PagedAttentionV2, OneTokenReturnsItsValueExactly) {
 // their sums: how many tokens each holds) decide it. Equal values make out that value for any
 // weights that sum to 1: which tokens are scored and how cannot change it; the normalization of
 // each partition and of the reduce can.
-void make_rows_equal(std::vector<Mat>& per_sequence) {
-  for (Mat& m : per_sequence) m.rowwise() = Eigen::RowVectorXd(m.row(0));
-}
-
 /// A GQA 4/2 float32 problem of lengths around the small partition's edges, whose keys (or
 /// values) are one row repeated per sequence.
 Problem equal_rows_problem(std::uint64_t seed, bool keys) {
@@ -664,7 +660,7 @@ Problem equal_rows_problem(std::uint64_t seed, bool keys) {
   c.seq_lens = {1, 63, 64, 65, 300, 700};
   Rng rng(seed);
   Problem p = make_problem(rng, c);
-  make_rows_equal(keys ? p.k : p.v);
+  pa::testing::make_rows_equal(keys ? p.k : p.v);
   pa::testing::place_shuffled(p, rng);
   widen_for_every_partition_size(p);
   return p;

@@ -515,15 +515,11 @@ TEST_P(GqaDecode, OneTokenReturnsItsValueExactly) {
 // and how the partitions are weighted (by how many tokens each holds: its sum) decide it. Equal
 // values make out that value for any weights that sum to 1: which tokens are scored and how
 // cannot change it; the normalization of each partition and of the merge can.
-void make_rows_equal(std::vector<Mat>& per_sequence) {
-  for (Mat& m : per_sequence) m.rowwise() = Eigen::RowVectorXd(m.row(0));
-}
-
 TEST_P(GqaDecode, EqualKeysGiveTheMeanOfTheValues) {
   const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {500, 130, 64, 1});
   Rng rng(754);
   DecodeProblem p = make_problem(rng, c);
-  make_rows_equal(p.k);
+  pa::testing::make_rows_equal(p.k);
   pa::testing::place_shuffled(p, rng);
   SCOPED_TRACE("every key of a sequence is the same row: every weight is 1 / seq_len, in every "
                "partition, and out is the mean of the sequence's values");
@@ -534,7 +530,7 @@ TEST_P(GqaDecode, EqualValuesComeBackWhateverTheWeights) {
   const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {500, 130, 64, 1});
   Rng rng(755);
   DecodeProblem p = make_problem(rng, c);
-  make_rows_equal(p.v);
+  pa::testing::make_rows_equal(p.v);
   pa::testing::place_shuffled(p, rng);
   EXPECT_TRUE(pa::testing::SpreadIsWide(p));
   SCOPED_TRACE("every value row of a sequence is the same: out is that row for any weights "
