@@ -69,8 +69,9 @@ def edit_mutant(number: str, stem: str, saving: bool) -> int:
 
 def cmd_check(args) -> int:
     """Every starter fails every graded test as not implemented, every solution passes every
-    graded test, every mutant is killed, and every chapter's table lists exactly the graded tests."""
-    picked = labs()
+    graded test, every mutant is killed, and every chapter's table lists exactly the graded tests.
+    With lab numbers, those labs only (--record then rewrites only their lines of the record)."""
+    picked = pick(args.labs) if getattr(args, "labs", None) else labs()
     problems: list[str] = []
     for lab in picked:
         try:

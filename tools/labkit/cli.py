@@ -19,7 +19,7 @@ Instructors (need solutions/)
   mutants [NN ...]                        build each mutant and show which tests kill it
   mutants --new NN STEM, --save NN STEM   write a new mutant in a scratch copy of the solution,
                                           then save it as solutions/NN-*/mutants/STEM.patch
-  check [--record]                        starters fail, solutions pass, mutants die: one matrix
+  check [NN ...] [--record]               starters fail, solutions pass, mutants die: one matrix
                                           (--record: each mutant's failing tests, for the unit tests)
   release OUTDIR                          write the student edition and verify it
   autograder OUTDIR                       write a Gradescope autograder bundle
@@ -277,6 +277,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_mutants)
 
     p = sub.add_parser("check", help="starters fail, solutions pass, mutants die (instructors)")
+    p.add_argument("labs", nargs="*", help="lab numbers (default: every lab)")
     p.add_argument("--record", action="store_true",
                    help="also write each mutant's failing tests to tools/tests/mutants/"
                         "first_shown.json (after a change to a lab's tests or its table)")
