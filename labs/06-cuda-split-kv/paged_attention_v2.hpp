@@ -68,6 +68,21 @@ void paged_attention_v2(Backend backend, Tensor& out, Tensor& exp_sums, Tensor& 
                         const Tensor& block_tables, const Tensor& seq_lens, int block_size,
                         int max_seq_len, int partition_size);
 
+/// The reduce kernel alone, on partials the caller gives instead of the attention kernel's: for
+/// every sequence b of more than one partition (ceil(seq_lens[b] / partition_size) > 1) and
+/// every head h, out[b, h] = the merge of (max_logits, exp_sums, tmp_out)[b, h, p] over the
+/// sequence's own partitions p, as paged_attention_v2's second launch computes it; the rows of
+/// one-partition sequences keep what `out` held. What it is for: tests that hand the merge
+/// states of their own, so that a wrong merge is told apart from a wrong partial.
+/// out:                 [num_seqs, num_heads, head_size] of a float dtype (what is written)
+/// exp_sums, max_logits: [num_seqs, num_heads, max_num_partitions] float32
+/// tmp_out:             [num_seqs, num_heads, max_num_partitions, head_size] float32
+/// seq_lens:            [num_seqs] int32, each in [1, max_seq_len]
+/// max_num_partitions = v2_max_num_partitions(max_seq_len, partition_size).
+void paged_attention_v2_reduce(Backend backend, Tensor& out, const Tensor& exp_sums,
+                               const Tensor& max_logits, const Tensor& tmp_out,
+                               const Tensor& seq_lens, int max_seq_len, int partition_size);
+
 /// Returns the bytes of dynamic shared memory the attention kernel uses: one float32 logit per
 /// token of a partition, then one float32 row of head_size per warp for the cross-warp sum.
 /// Independent of the context length: nothing here caps it.

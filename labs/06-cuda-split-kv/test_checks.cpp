@@ -215,6 +215,39 @@ TEST(PagedAttentionV2Checks, AcceptsA128kContext) {
   }
 }
 
+// ---- The reduce alone -------------------------------------------------------------------------
+
+/// A valid call of the reduce alone to mutate: Call's scratch and out, its sequence lengths.
+struct ReduceCall {
+  Call call;
+  void operator()() {
+    paged_attention_v2_reduce(Backend::kEmulator, call.out, call.exp_sums, call.max_logits,
+                              call.tmp_out, call.seq_lens, call.max_seq_len, call.partition_size);
+  }
+};
+
+TEST(PagedAttentionV2Checks, ReduceRejectsScratchOfTheWrongShape) {
+  ReduceCall reduce;
+  reduce.call.tmp_out = Tensor(DType::kFloat32, {2, 4, 3, 64});
+  EXPECT_TRUE(ThrowsInvalidArgument(
+      reduce, {"paged_attention_v2_reduce", "tmp_out.shape", "[2, 4, 2, 64]", "[2, 4, 3, 64]"}));
+  reduce = ReduceCall();
+  reduce.call.exp_sums = Tensor(DType::kFloat16, {2, 4, 2});
+  EXPECT_TRUE(ThrowsInvalidArgument(reduce, {"exp_sums.dtype", "float32", "got float16"}));
+}
+
+TEST(PagedAttentionV2Checks, ReduceRejectsSequencesPastMaxSeqLenAndOtherPartitionSizes) {
+  ReduceCall reduce;
+  reduce.call.seq_lens.data_as<std::int32_t>()[1] = 601;
+  EXPECT_TRUE(ThrowsInvalidArgument(reduce, {"seq_lens[1]", "[1, max_seq_len = 600]", "got 601"}));
+  reduce = ReduceCall();
+  reduce.call.partition_size = 128;
+  EXPECT_TRUE(ThrowsInvalidArgument(reduce, {"partition_size", "one of", "got 128"}));
+  reduce = ReduceCall();
+  reduce.call.out = Tensor(DType::kFloat16, {2, 4, 48});
+  EXPECT_TRUE(ThrowsInvalidArgument(reduce, {"head_size (out.shape[2])", "got 48"}));
+}
+
 TEST(PagedAttentionV2Checks, PartitionSizeFollowsTheWaveRule) {
   // 660 slots (five blocks per SM on 132 SMs). 32 rows of 16k tokens: partitions
   // of 512 give 1024 blocks (1.55 waves, 78 % busy), of 64 8192 (12.4 waves, 95 %): 64.

@@ -14,8 +14,10 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pa/decode_problems.hpp"
@@ -372,17 +374,55 @@ TEST_P(PagedAttentionV2, OnePartitionNextToSixtyFour) {
 // ---- The partials ------------------------------------------------------------------------------
 
 /// [test_partials]
-/// Runs the kernels on a small float32 batch cut into partitions of 64 (5, 3 and 1 of them) and
-/// checks one part of every partial written, alone: the reduce, and the parts computed after it,
-/// cannot make it fail.
-void expect_partial_part(Backend backend, PartialPart part, std::uint64_t seed) {
+/// The batch the stage checks of the partials run on, float32, GQA 4/2, block size 16, cut into
+/// partitions of 64: 6, 3, 3, 4, 1 and 3 of them. Each sequence's last partition ends inside a
+/// block (ragged tails of 12, 2, 7 and 1 tokens) except the 176-token one, whose last partition
+/// is three whole blocks (a block too many is the table's all-NaN padding). Rows past the end of
+/// sequences 0 and 2 hold a freed sequence's finite keys, aimed along their group's queries (logits
+/// ~1e4), and values of 1e3; those of the others stay NaN. Heads 1 and 3 have a mild query
+/// (logits within ~+-1, so that e^(0 - m) of a masked row weighs as much as a real token's), heads
+/// 0 and 2 a peaked one.
+Problem make_stage_problem(std::uint64_t seed) {
   Config c;
   c.dtype = DType::kFloat32;
   c.head_size = 80;
   c.block_size = 16;
-  c.seq_lens = {300, 130, 40};
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.seq_lens = {364, 130, 135, 193, 40, 176};
   Rng rng(seed);
-  const Problem p = make_problem(rng, c);
+  Problem p = make_problem(rng, c);
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    for (const int h : {1, 3}) pa::testing::scale_query_row(p, Eigen::Index{s} * c.num_heads + h, 0.05);
+  }
+  constexpr double kStale = 1e3;  // every element of a stale key or value row, up to sign
+  const int group = c.num_heads / c.num_kv_heads;
+  const int width = c.num_kv_heads * c.head_size;
+  for (const int s : {0, 2}) {
+    const int len = c.seq_lens[static_cast<std::size_t>(s)];
+    Eigen::RowVectorXd stale_key(width);  // [num_kv_heads * head_size]
+    for (int g = 0; g < c.num_kv_heads; ++g) {
+      // Along the sum of the group's query directions: a large positive logit for each of its
+      // heads, the mild ones included (~5 standard deviations above 0 at head size 80).
+      Eigen::RowVectorXd aim = Eigen::RowVectorXd::Zero(c.head_size);
+      for (int h = g * group; h < (g + 1) * group; ++h) {
+        aim += p.q.row(Eigen::Index{s} * c.num_heads + h).normalized();
+      }
+      stale_key.segment(g * c.head_size, c.head_size) = kStale * aim.array().sign().matrix();
+    }
+    const Eigen::RowVectorXd stale_value = Eigen::RowVectorXd::Constant(width, kStale);
+    const int last = p.blocks[static_cast<std::size_t>(s)].back();
+    for (int row = len % c.block_size; row < c.block_size; ++row) {
+      pa::testing::put_token(kV0, p.key_cache, p.value_cache, last, row, stale_key, stale_value);
+    }
+  }
+  return p;
+}
+
+/// Runs the kernels on make_stage_problem's batch and checks one part of every partial written,
+/// alone: the reduce, and the parts computed after it, cannot make it fail.
+void expect_partial_part(Backend backend, PartialPart part, std::uint64_t seed) {
+  const Problem p = make_stage_problem(seed);
   const V2Run before = nan_scratch(p, kSmallPartition);
   EXPECT_TRUE(PartialsMatchHost(p, before, run(backend, p, kSmallPartition, before),
                                 kSmallPartition, part));
@@ -405,23 +445,320 @@ TEST_P(PagedAttentionV2, PartialsMatchTheHostPerPartition) {
   // checked here (the reduce's tests do), so a wrong merge leaves this passing and a wrong
   // partial cannot hide behind a merge. One-partition sequences and the empty trailing
   // partitions must leave their scratch entries untouched.
+  // At P = 64 on make_stage_problem's batch (its stale rows and mild heads make a value row
+  // counted past the end loud), at P = 512 on three long sequences.
   Config c;
   c.dtype = DType::kFloat32;
   c.head_size = 80;
   c.block_size = 16;
-  for (const auto& [partition_size, lens] :
-       {std::pair{kPartitionSize, std::vector<int>{1500, 700, 200}},
-        std::pair{kSmallPartition, std::vector<int>{300, 130, 40}}}) {
+  c.seq_lens = {1500, 700, 200};
+  for (const int partition_size : {kPartitionSize, kSmallPartition}) {
     SCOPED_TRACE("partition_size " + std::to_string(partition_size));
-    c.seq_lens = lens;
-    Rng rng(905 + static_cast<std::uint64_t>(partition_size));
-    const Problem p = make_problem(rng, c);
+    Rng rng(905);
+    const Problem p = partition_size == kSmallPartition ? make_stage_problem(905 + 64)
+                                                        : make_problem(rng, c);
     const V2Run before = nan_scratch(p, partition_size);
     const V2Run after = run(GetParam(), p, partition_size, before);
     EXPECT_TRUE(PartialsMatchHost(p, before, after, partition_size));
   }
 }
 /// [test_partials]
+
+// ---- The weight probe: out holds the softmax weights themselves -----------------------------
+//
+// With one-hot values the output row is the weight vector: token t's value row has a single 1,
+// in dimension t for kv head 0 and (t + head_size / 2) mod head_size for kv head 1, so
+// out[b, h, dim(t)] = p_t, the weight of token t (kv heads differ, so that a slip of kv head in
+// the value loop shows). Two tests then split the pipeline. The ratio of two weights of one
+// partition, p_t / p_t' = e^(l_t - l_t'), does not depend on any factor common to the
+// partition: neither its denominator nor the reduce's weight for it, so it fails only when the
+// logits (TODOs 1-3) or the weights given to each value row (TODO 5) are wrong. The sum of the
+// real tokens' weights is 1 whatever the logits are, so it fails when a denominator (TODO 4, the
+// division of TODO 7, the reduce) sums the wrong exponentials. float32 throughout: 0 and 1 are
+// exact, and a float32 weight keeps ~1e-7.
+
+/// Where token t's weight lands in the output row of a query head of kv head `kv_head`.
+int probe_dim(int t, int kv_head, int head_size) {
+  return (t + kv_head * (head_size / 2)) % head_size;
+}
+
+/// GQA 4/2, head size 256, block size 16, lengths `seq_lens` of at most 256 tokens (one
+/// dimension per token), in shuffled blocks.
+Problem make_weight_probe(std::uint64_t seed, std::vector<int> seq_lens) {
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.head_size = 256;
+  c.block_size = 16;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.seq_lens = std::move(seq_lens);
+  Rng rng(seed);
+  Problem p = make_problem(rng, c);
+  for (Mat& v : p.v) {  // [seq_len, num_kv_heads * head_size]
+    v.setZero();
+    for (Eigen::Index t = 0; t < v.rows(); ++t) {
+      for (int g = 0; g < c.num_kv_heads; ++g) {
+        v(t, Eigen::Index{g} * c.head_size + probe_dim(static_cast<int>(t), g, c.head_size)) = 1.0;
+      }
+    }
+  }
+  pa::testing::place_shuffled(p, rng);
+  widen_for_every_partition_size(p);
+  return p;
+}
+
+/// The weights of output row `row` (sequence row / num_heads), token by token: [seq_len].
+Vec probe_weights(const Problem& p, const Mat& out, Eigen::Index row) {
+  const int seq_len = p.cfg.seq_lens[static_cast<std::size_t>(row / p.cfg.num_heads)];
+  const int kv_head = static_cast<int>(row % p.cfg.num_heads) / (p.cfg.num_heads / p.cfg.num_kv_heads);
+  Vec w(seq_len);
+  for (int t = 0; t < seq_len; ++t) w[t] = out(row, probe_dim(t, kv_head, p.cfg.head_size));
+  return w;
+}
+
+std::string probe_who(const Problem& p, Eigen::Index row) {
+  return "sequence " + std::to_string(row / p.cfg.num_heads) + " (" +
+         std::to_string(p.cfg.seq_lens[static_cast<std::size_t>(row / p.cfg.num_heads)]) +
+         " tokens), head " + std::to_string(row % p.cfg.num_heads);
+}
+
+TEST_P(PagedAttentionV2, WeightsOfAPartitionAreInTheRatioOfExpLogits) {
+  // Four partitions of 64 in every sequence (so that no scratch entry lies past a sequence's
+  // own: the reduce reads no NaN), whose last partition holds 1, 7, 16, 38 and 64 tokens.
+  const Problem p = make_weight_probe(920, {193, 199, 208, 230, 256});
+  EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+  const Mat out = run(GetParam(), p, kSmallPartition).out;
+  for (Eigen::Index row = 0; row < out.rows(); ++row) {
+    const std::string who = probe_who(p, row);
+    const Vec logits = pa::testing::query_scores(p, row);  // l_t = scale q·k_t, [seq_len]
+    const Vec weights = probe_weights(p, out, row);
+    bool reported = false;
+    for (int first = 0; first < logits.size() && !reported; first += kSmallPartition) {
+      const int count = std::min<int>(kSmallPartition, static_cast<int>(logits.size()) - first);
+      Eigen::Index top = 0;  // every ratio is taken to the partition's most likely token
+      logits.segment(first, count).maxCoeff(&top);
+      top += first;
+      if (!(std::isfinite(weights[top]) && weights[top] > 0.0)) {
+        ADD_FAILURE() << who << ", partition " << first / kSmallPartition << ": token " << top
+                      << ", its largest logit (" << logits[top] << "), weighs " << weights[top]
+                      << " (out dimension " << top << " of its kv head's one-hot values): the "
+                      << "logits are wrong before the softmax (the partition's tokens and blocks, "
+                         "TODOs 1-2; q·k, the scale or the end mask, TODO 3), or the value loop "
+                         "weighs other rows than the partition's own (TODO 5)";
+        reported = true;
+        break;
+      }
+      for (int t = first; t < first + count; ++t) {
+        const double want = std::exp(logits[t] - logits[top]);
+        const double got = weights[t] / weights[top];
+        // float32 logits of 256 products carry ~1e-6 absolute error, which exp() turns into as
+        // much relative error (the GPU's __expf adds ~2e-6): 1e-4 relative is 25 times that,
+        // and 1e-6 absolute lets go ratios below e^-14, whose float32 weights keep few digits.
+        // A logit off by more than 1e-4 moves its ratio by more than that.
+        if (!(std::abs(got - want) <= 1e-6 + 1e-4 * want)) {
+          ADD_FAILURE() << who << ", partition " << first / kSmallPartition
+                        << ": the weights are not in the ratio e^(l_t - l_t'): token " << t
+                        << " vs token " << top << " (the partition's largest logit), out[" << t
+                        << "] / out[" << top << "] = " << got << ", want e^(" << logits[t] << " - "
+                        << logits[top] << ") = " << want
+                        << ". Whatever divides or rescales a whole partition cancels in this "
+                           "ratio, so the logits are wrong before the softmax (the partition's "
+                           "tokens and blocks, TODOs 1-2; q·k, the scale or the end mask, TODO "
+                           "3), or the value loop weighs token " << t << "'s row by another "
+                           "token's e^(l - m) (TODO 5)";
+          reported = true;
+          break;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(PagedAttentionV2, WeightsSumToOneOverTheRealTokens) {
+  // At P = 64 through the reduce (1, 2, 3, 4 and 4 partitions, ragged inside blocks and
+  // partitions), and at P = 512 where each sequence is one partition and the attention kernel
+  // divides itself.
+  const Problem p = make_weight_probe(921, {37, 100, 150, 199, 256});
+  for (const int partition_size : {kSmallPartition, kPartitionSize}) {
+    const Mat out = run(GetParam(), p, partition_size).out;
+    for (Eigen::Index row = 0; row < out.rows(); ++row) {
+      const std::string who =
+          probe_who(p, row) + " at partition_size " + std::to_string(partition_size);
+      if (!out.row(row).allFinite()) {
+        Eigen::Index d = 0;
+        while (std::isfinite(out(row, d))) ++d;
+        ADD_FAILURE() << who << ": out[" << d << "] = " << out(row, d)
+                      << ", not a weight: with one-hot values every element is one token's "
+                         "weight or 0 (a row past the end, NaN in the cache, or a partial "
+                         "that was never written, was summed)";
+        continue;
+      }
+      const double sum = probe_weights(p, out, row).sum();
+      // <= 256 float32 weights, each off by a few ulps after exp, the merge and the division,
+      // add up to 1 within ~1e-6; 1e-5 is ten times that, while a denominator that misses or
+      // adds one token's exponential moves the sum by that token's share.
+      EXPECT_NEAR(sum, 1.0, 1e-5)
+          << who << ": the weights of the real tokens sum to " << sum
+          << ", not 1. They are e^(l_t - M) divided by their sum over exactly the sequence's "
+             "tokens: each partition's denom sums e^(l - m) over its own real tokens, not the "
+             "masked rows (TODO 4); a one-partition sequence divides by it once, a longer one "
+             "leaves acc undivided (TODO 7); the reduce weighs acc and denom alike (reduce "
+             "TODO 3) and divides once (reduce TODO 4)";
+    }
+  }
+}
+
+// ---- The reduce alone, on partials made by hand ------------------------------------------------
+
+/// [test_reduce_alone]
+/// Partials written by a test for paged_attention_v2_reduce, with the host's merge of them.
+struct HandPartials {
+  V2Run given;  // the scratch: NaN past each sequence's own partitions
+  Tensor out;   // [num_seqs, num_heads, head_size]: 7 everywhere before the call
+  Tensor seq_lens;
+  int max_seq_len = 0;
+  Mat want;     // [num_seqs * num_heads, head_size]: the merge, or 7 for one-partition sequences
+};
+
+/// For every (sequence, head) of more than one partition of 64: maxima drawn from [-20, 20]
+/// (the partition `far_partition` of head 1 of sequence 0, when given, 150 above them: e^150
+/// overflows float32), denominators from [1, 64], acc rows of N(0, denom^2) values; all of them
+/// float32 values, so that the host merges exactly what the kernel reads.
+HandPartials make_hand_partials(DType dtype, int head_size, const std::vector<int>& seq_lens,
+                                std::uint64_t seed, int far_partition = -1) {
+  constexpr int kHeads = 2;
+  const int num_seqs = static_cast<int>(seq_lens.size());
+  HandPartials r;
+  r.max_seq_len = *std::max_element(seq_lens.begin(), seq_lens.end());
+  const int parts = v2_max_num_partitions(r.max_seq_len, kSmallPartition);
+  Problem shapes;  // only for nan_scratch's shapes
+  shapes.cfg.seq_lens = seq_lens;
+  shapes.cfg.num_heads = kHeads;
+  shapes.cfg.head_size = head_size;
+  shapes.max_seq_len = r.max_seq_len;
+  r.given = nan_scratch(shapes, kSmallPartition);
+  r.out = Tensor(dtype, {num_seqs, kHeads, head_size});
+  r.seq_lens = Tensor(DType::kInt32, {num_seqs});
+  r.want = Mat::Constant(Eigen::Index{num_seqs} * kHeads, head_size, 7.0);
+  Rng rng(seed);
+  const auto uniform = [&](double lo, double hi) {
+    return static_cast<float>(std::uniform_real_distribution<double>(lo, hi)(rng.engine()));
+  };
+  for (int s = 0; s < num_seqs; ++s) {
+    r.seq_lens.data_as<std::int32_t>()[s] = seq_lens[static_cast<std::size_t>(s)];
+    const int own = v2_max_num_partitions(seq_lens[static_cast<std::size_t>(s)], kSmallPartition);
+    for (int h = 0; h < kHeads; ++h) {
+      const std::int64_t row = std::int64_t{s} * kHeads + h;
+      for (int d = 0; d < head_size; ++d) store(r.out, row * head_size + d, 7.0);
+      if (own == 1) continue;  // the attention kernel's row: the reduce leaves it
+      std::vector<double> m(static_cast<std::size_t>(own));
+      for (double& x : m) x = uniform(-20.0, 20.0);
+      if (s == 0 && h == 1 && far_partition >= 0) m[static_cast<std::size_t>(far_partition)] += 150.0;
+      const double top = *std::max_element(m.begin(), m.end());
+      double denom = 0.0;
+      Vec acc = Vec::Zero(head_size);
+      for (int q = 0; q < own; ++q) {
+        const std::int64_t i = row * parts + q;
+        const double sum = uniform(1.0, 64.0);
+        store(r.given.max_logits, i, m[static_cast<std::size_t>(q)]);
+        store(r.given.exp_sums, i, sum);
+        const double w = std::exp(m[static_cast<std::size_t>(q)] - top);
+        denom += w * sum;
+        for (int d = 0; d < head_size; ++d) {
+          const double a = static_cast<float>(rng.normal_vec(1)[0] * sum);
+          store(r.given.tmp_out, i * head_size + d, a);
+          acc[d] += w * a;
+        }
+      }
+      r.want.row(row) = (acc / denom).transpose();
+    }
+  }
+  return r;
+}
+
+/// Runs the reduce alone on `hand`'s partials and returns its out, [num_seqs * 2, head_size].
+Mat run_reduce(Backend backend, HandPartials& hand) {
+  paged_attention_v2_reduce(backend, hand.out, hand.given.exp_sums, hand.given.max_logits,
+                            hand.given.tmp_out, hand.seq_lens, hand.max_seq_len, kSmallPartition);
+  return pa::testing::to_mat(hand.out, hand.want.rows(), hand.want.cols());
+}
+
+TEST_P(PagedAttentionV2, ReduceAloneMergesOnlyEachSequencesOwnPartials) {
+  // The reduce kernel alone (paged_attention_v2_reduce) on partials this test wrote, not your
+  // attention kernel: 1,000, 40 and 200 tokens, 16, 1 and 4 partitions of 64. The entries past
+  // a sequence's own partitions are NaN, and the 40-token sequence's out rows hold 7 (the
+  // attention kernel's answer). Only which partials are merged is checked here: the 7s stay
+  // bit for bit, and every merged row is finite (a NaN entry was not read).
+  HandPartials hand = make_hand_partials(DType::kFloat32, 64, {1000, 40, 200}, 931);
+  const Mat got = run_reduce(GetParam(), hand);
+  for (Eigen::Index row = 0; row < got.rows(); ++row) {
+    const int s = static_cast<int>(row / 2);
+    const bool one_partition = s == 1;
+    for (Eigen::Index d = 0; d < got.cols(); ++d) {
+      if (one_partition && got(row, d) != 7.0) {
+        ADD_FAILURE() << "sequence 1 (40 tokens, one partition), head " << row % 2 << ": out["
+                      << d << "] is " << got(row, d) << ", was 7: the reduce wrote the row of a "
+                      << "one-partition sequence, whose answer the attention kernel wrote and "
+                         "whose scratch entries are nobody's (reduce TODO 1)";
+        break;
+      }
+      if (!one_partition && !std::isfinite(got(row, d))) {
+        ADD_FAILURE() << "sequence " << s << " (" << (s == 0 ? 16 : 4) << " partitions), head "
+                      << row % 2 << ": out[" << d << "] is " << got(row, d)
+                      << " from finite partials: the merge read an entry past the sequence's own "
+                         "partitions (NaN here; max_num_partitions is 16), so it must stop at "
+                         "ceil(seq_len / PARTITION_SIZE) (reduce TODO 1)";
+        break;
+      }
+    }
+  }
+}
+
+TEST_P(PagedAttentionV2, ReduceAloneWeighsAgainstTheLargestMax) {
+  // The reduce alone on partials of 1,000 tokens (16 partitions of 64) and 8,325 (131: the max
+  // sits in the second tile of 128 partitions): on head 1 of the first sequence partition 13
+  // holds a max 150 above the others. Weighed against any other reference than the largest
+  // max, a weight e^(m_p - M) overflows float32 (or every other one vanishes to 0 wrongly).
+  for (const auto& [lens, far] : {std::pair{std::vector<int>{1000, 1000}, 13},
+                                  std::pair{std::vector<int>{8325}, 129}}) {
+    SCOPED_TRACE(std::to_string(lens.front()) + " tokens, the far max in partition " +
+                 std::to_string(far));
+    HandPartials hand = make_hand_partials(DType::kFloat32, 64, lens, 932, far);
+    const Mat got = run_reduce(GetParam(), hand);
+    // float32 sums of <= 131 weighted terms, then one rounding: the float32 output tolerance.
+    const Tolerance tol = tolerance(DType::kFloat32);
+    EXPECT_TRUE(AllClose(hand.want, got, tol.atol, tol.rtol,
+                         pa::testing::decode_labels(2, "the host's merge", "the reduce's out")))
+        << "the reduce alone, on given partials whose maxima lie 150 apart, differs from "
+           "sum_p e^(m_p - M) acc_p / sum_p e^(m_p - M) denom_p: M must be the largest m_p of "
+           "the sequence, in every thread (reduce TODO 2), and every acc_p and denom_p weighed "
+           "by its e^(m_p - M) (reduce TODO 3)";
+  }
+}
+
+TEST_P(PagedAttentionV2, ReduceAloneMergesTheGivenPartials) {
+  // The reduce alone on partials of three sequences of 131 partitions of 64 each (two tiles of
+  // the reduce's 128 threads, and no entry past any sequence's own partitions), maxima within
+  // +-20 of each other (whatever reference max a merge takes, no weight overflows): the
+  // weights, the tiles, the sums and the division. float32 head 64, float16 head 256 (two
+  // dimensions per thread).
+  for (const auto& [dtype, head_size] :
+       {std::pair{DType::kFloat32, 64}, std::pair{DType::kFloat16, 256}}) {
+    SCOPED_TRACE(dtype_name(dtype) + " head_size " + std::to_string(head_size));
+    HandPartials hand =
+        make_hand_partials(dtype, head_size, {8325, 8321, 8384}, 933 + static_cast<std::uint64_t>(head_size));
+    const Mat got = run_reduce(GetParam(), hand);
+    // float32 sums of <= 131 weighted terms, then one rounding to dtype: its output tolerance.
+    const Tolerance tol = tolerance(dtype);
+    EXPECT_TRUE(AllClose(hand.want, got, tol.atol, tol.rtol,
+                         pa::testing::decode_labels(2, "the host's merge", "the reduce's out")))
+        << "the reduce alone, on given partials, differs from their merge "
+           "sum_p e^(m_p - M) acc_p / sum_p e^(m_p - M) denom_p: each tile's weights written "
+           "before any is read and read before the next tile overwrites them, acc and denom "
+           "weighed alike (reduce TODO 3), then one division (reduce TODO 4)";
+  }
+}
+/// [test_reduce_alone]
 
 TEST_P(PagedAttentionV2, OnePartitionWritesOutWithoutTheReduce) {
   // Every sequence fits one partition: the attention kernel writes out itself, and no scratch

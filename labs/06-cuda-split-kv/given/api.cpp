@@ -29,6 +29,16 @@ void paged_attention_v2(Backend backend, Tensor& out, Tensor& exp_sums, Tensor& 
       .paged_attention_v2(args, out, exp_sums, max_logits, tmp_out);
 }
 
+void paged_attention_v2_reduce(Backend backend, Tensor& out, const Tensor& exp_sums,
+                               const Tensor& max_logits, const Tensor& tmp_out,
+                               const Tensor& seq_lens, int max_seq_len, int partition_size) {
+  checks::reduce("paged_attention_v2_reduce", out, exp_sums, max_logits, tmp_out, seq_lens,
+                 max_seq_len, partition_size);
+  if (out.size(0) == 0) return;
+  launchers(backend, "paged_attention_v2_reduce")
+      .paged_attention_v2_reduce(out, exp_sums, max_logits, tmp_out, seq_lens, partition_size);
+}
+
 int choose_partition_size(Backend backend, DType dtype, int head_size, int block_size,
                           int num_seqs, int num_heads, int max_seq_len) {
   const int slots =

@@ -27,6 +27,11 @@ class Launchers : public SessionLaunchers<AttentionArgs> {
   /// put there, and comes back with the output.
   virtual void paged_attention_v2(const AttentionArgs& args, Tensor& out, Tensor& exp_sums,
                                   Tensor& max_logits, Tensor& tmp_out) const = 0;
+  /// paged_attention_v2_reduce on checked arguments with at least one sequence: `out` goes to
+  /// the device first (the rows the reduce leaves alone keep it) and comes back.
+  virtual void paged_attention_v2_reduce(Tensor& out, const Tensor& exp_sums,
+                                         const Tensor& max_logits, const Tensor& tmp_out,
+                                         const Tensor& seq_lens, int partition_size) const = 0;
   /// Attention blocks the device runs at once (blocks per SM × SMs, simt::occupancy; on the
   /// emulator an H100's at kDesignRegisters) for one instantiation at kPartitionSize.
   virtual int attention_slots(DType dtype, int head_size, int block_size) const = 0;

@@ -72,6 +72,48 @@ inline void outputs(const char* function, const AttentionArgs& args, const Tenso
            "[num_seqs, num_heads, max_num_partitions, head_size], " + how);
 }
 
+/// Checks the operands of the reduce alone: out [num_seqs, num_heads, head_size] of a float
+/// dtype and a supported head size; seq_lens int32 [num_seqs], each in [1, max_seq_len]; a
+/// compiled partition size; the three float32 scratch tensors of paged_attention_v2's shapes.
+inline void reduce(const char* function, const Tensor& out, const Tensor& exp_sums,
+                   const Tensor& max_logits, const Tensor& tmp_out, const Tensor& seq_lens,
+                   int max_seq_len, int partition_size) {
+  const ArgCheck check(function);
+  rank_is(check, "out", out, 3, "[num_seqs, num_heads, head_size]");
+  check.that(is_floating(out.dtype()), "out.dtype", "float32, float16 or bfloat16",
+             dtype_name(out.dtype()));
+  const std::int64_t num_seqs = out.size(0), num_heads = out.size(1), head_size = out.size(2);
+  check.that(is_one_of(kSupportedHeadSizes, head_size), "head_size (out.shape[2])",
+             "one of " + list_string(kSupportedHeadSizes), std::to_string(head_size));
+  check.that(is_one_of(kSupportedPartitionSizes, partition_size), "partition_size",
+             "one of " + list_string(kSupportedPartitionSizes) +
+                 " (the sizes the kernels are compiled for)",
+             std::to_string(partition_size));
+  check.positive("max_seq_len", max_seq_len);
+  check.at_most("num_seqs (out.shape[0])", num_seqs, kMaxGridYZ,
+                "gridDim.y's limit on a CUDA device");
+  dtype_is(check, "seq_lens", seq_lens, DType::kInt32, "int32, as in vLLM");
+  shape_is(check, "seq_lens", seq_lens, {num_seqs}, "[num_seqs]");
+  for (std::int64_t s = 0; s < num_seqs; ++s) {
+    const std::int64_t len = seq_lens.data_as<std::int32_t>()[s];
+    check.that(len >= 1 && len <= max_seq_len, "seq_lens[" + std::to_string(s) + "]",
+               "in [1, max_seq_len = " + std::to_string(max_seq_len) + "]", std::to_string(len));
+  }
+  const std::int64_t partitions = v2_max_num_partitions(max_seq_len, partition_size);
+  const std::string how = "max_num_partitions = ceil(max_seq_len / partition_size) = " +
+                          std::to_string(partitions);
+  const std::string why = "the partials are kept in float32";
+  dtype_is(check, "exp_sums", exp_sums, DType::kFloat32, why);
+  shape_is(check, "exp_sums", exp_sums, {num_seqs, num_heads, partitions},
+           "[num_seqs, num_heads, max_num_partitions], " + how);
+  dtype_is(check, "max_logits", max_logits, DType::kFloat32, why);
+  shape_is(check, "max_logits", max_logits, {num_seqs, num_heads, partitions},
+           "[num_seqs, num_heads, max_num_partitions], " + how);
+  dtype_is(check, "tmp_out", tmp_out, DType::kFloat32, why);
+  shape_is(check, "tmp_out", tmp_out, {num_seqs, num_heads, partitions, head_size},
+           "[num_seqs, num_heads, max_num_partitions, head_size], " + how);
+}
+
 }  // namespace checks
 
 }  // namespace pa::cuda_v2

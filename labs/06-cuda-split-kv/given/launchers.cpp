@@ -166,6 +166,40 @@ class BackendLaunchers final : public BackendLaunchersBase<Launchers, Session> {
     session.download_scratch(exp_sums, max_logits, tmp_out);
   }
 
+  void paged_attention_v2_reduce(Tensor& out, const Tensor& exp_sums, const Tensor& max_logits,
+                                 const Tensor& tmp_out, const Tensor& seq_lens,
+                                 int partition_size) const override {
+    const int num_seqs = static_cast<int>(out.size(0)), num_heads = static_cast<int>(out.size(1));
+    const int max_num_partitions = static_cast<int>(exp_sums.size(2));
+    simt::DeviceBuffer<unsigned char> out_d = bytes_to_device(out);  // the caller's rows stay
+    simt::DeviceBuffer<float> exp_sums_d = to_device<float>(exp_sums);
+    simt::DeviceBuffer<float> max_logits_d = to_device<float>(max_logits);
+    simt::DeviceBuffer<float> tmp_out_d = to_device<float>(tmp_out);
+    simt::DeviceBuffer<std::int32_t> seq_lens_d = to_device<std::int32_t>(seq_lens);
+    out_d.set_name("out");
+    exp_sums_d.set_name("exp_sums");
+    max_logits_d.set_name("max_logits");
+    tmp_out_d.set_name("tmp_out");
+    seq_lens_d.set_name("seq_lens");
+    with_scalar_t(out.dtype(), [&](auto scalar) {
+      using scalar_t = typename decltype(scalar)::type;
+      with_one_of<kSupportedPartitionSizes>(partition_size, "partition_size", [&](auto part) {
+        with_one_of<kSupportedHeadSizes>(static_cast<int>(out.size(2)), "head_size",
+                                         [&](auto head) {
+          const auto reduce =
+              &paged_attention_v2_reduce_kernel<scalar_t, decltype(head)::value, kNumThreads,
+                                                decltype(part)::value>;
+          simt::enqueue(reduce, dim3(num_heads, num_seqs), dim3(kNumThreads),
+                        v2_reduce_shared_mem_bytes(), as_elements<scalar_t>(out_d),
+                        exp_sums_d.data(), max_logits_d.data(), tmp_out_d.data(),
+                        seq_lens_d.data(), max_num_partitions);
+          Session::finish("paged_attention_v2_reduce_kernel");
+        });
+      });
+    });
+    out_d.download(static_cast<unsigned char*>(out.data()), out.nbytes());
+  }
+
   int attention_slots(DType dtype, int head_size, int block_size) const override {
     int slots = 1;
     with_v2_config(dtype, head_size, block_size, kPartitionSize, [&](auto config) {
