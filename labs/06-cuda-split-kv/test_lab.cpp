@@ -17,6 +17,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -622,10 +623,12 @@ struct HandPartials {
 
 /// For every (sequence, head) of more than one partition of 64: maxima drawn from [-20, 20]
 /// (the partition `far_partition` of head 1 of sequence 0, when given, 150 above them: e^150
-/// overflows float32), denominators from [1, 64], acc rows of N(0, denom^2) values; all of them
+/// overflows float32; with `all_low`, every max of head 0 of sequence 0 150 below them: e^-150
+/// is 0 in float32), denominators from [1, 64], acc rows of N(0, denom^2) values; all of them
 /// float32 values, so that the host merges exactly what the kernel reads.
 HandPartials make_hand_partials(DType dtype, int head_size, const std::vector<int>& seq_lens,
-                                std::uint64_t seed, int far_partition = -1) {
+                                std::uint64_t seed, int far_partition = -1,
+                                bool all_low = false) {
   constexpr int kHeads = 2;
   const int num_seqs = static_cast<int>(seq_lens.size());
   HandPartials r;
@@ -654,6 +657,9 @@ HandPartials make_hand_partials(DType dtype, int head_size, const std::vector<in
       std::vector<double> m(static_cast<std::size_t>(own));
       for (double& x : m) x = uniform(-20.0, 20.0);
       if (s == 0 && h == 1 && far_partition >= 0) m[static_cast<std::size_t>(far_partition)] += 150.0;
+      if (s == 0 && h == 0 && all_low) {
+        for (double& x : m) x -= 150.0;
+      }
       const double top = *std::max_element(m.begin(), m.end());
       double denom = 0.0;
       Vec acc = Vec::Zero(head_size);
@@ -717,19 +723,24 @@ TEST_P(PagedAttentionV2, ReduceAloneMergesOnlyEachSequencesOwnPartials) {
 TEST_P(PagedAttentionV2, ReduceAloneWeighsAgainstTheLargestMax) {
   // The reduce alone on partials of 1,000 tokens (16 partitions of 64) and 8,325 (131: the max
   // sits in the second tile of 128 partitions): on head 1 of the first sequence partition 13
-  // holds a max 150 above the others. Weighed against any other reference than the largest
-  // max, a weight e^(m_p - M) overflows float32 (or every other one vanishes to 0 wrongly).
-  for (const auto& [lens, far] : {std::pair{std::vector<int>{1000, 1000}, 13},
-                                  std::pair{std::vector<int>{8325}, 129}}) {
-    SCOPED_TRACE(std::to_string(lens.front()) + " tokens, the far max in partition " +
-                 std::to_string(far));
-    HandPartials hand = make_hand_partials(DType::kFloat32, 64, lens, 932, far);
+  // (129) holds a max 150 above the others; then, on head 0, every max lies near -150. Weighed
+  // against any other reference than the largest max, a weight e^(m_p - M) overflows float32,
+  // or every weight of a head underflows to 0 and the merge divides 0 by 0.
+  for (const auto& [lens, far, all_low] :
+       {std::tuple{std::vector<int>{1000, 1000}, 13, false},
+        std::tuple{std::vector<int>{8325}, 129, false},
+        std::tuple{std::vector<int>{1000, 1000}, -1, true}}) {
+    SCOPED_TRACE(std::to_string(lens.front()) + " tokens, " +
+                 (all_low ? std::string("every max of a head near -150")
+                          : "the far max in partition " + std::to_string(far)));
+    HandPartials hand = make_hand_partials(DType::kFloat32, 64, lens, 932, far, all_low);
     const Mat got = run_reduce(GetParam(), hand);
     // float32 sums of <= 131 weighted terms, then one rounding: the float32 output tolerance.
     const Tolerance tol = tolerance(DType::kFloat32);
     EXPECT_TRUE(AllClose(hand.want, got, tol.atol, tol.rtol,
                          pa::testing::decode_labels(2, "the host's merge", "the reduce's out")))
-        << "the reduce alone, on given partials whose maxima lie 150 apart, differs from "
+        << "the reduce alone, on given partials whose maxima lie 150 apart (or all lie near "
+           "-150), differs from "
            "sum_p e^(m_p - M) acc_p / sum_p e^(m_p - M) denom_p: M must be the largest m_p of "
            "the sequence, in every thread (reduce TODO 2), and every acc_p and denom_p weighed "
            "by its e^(m_p - M) (reduce TODO 3)";
