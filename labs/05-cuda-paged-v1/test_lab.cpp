@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <ostream>
@@ -396,7 +397,11 @@ TEST_P(PagedAttentionV1, EqualValuesComeBackWhateverTheWeights) {
 //
 // float32 throughout: 0 and 1 are exact in every dtype, and a float32 output keeps each weight
 // to ~1e-7 instead of a float16's 5e-4. Each sequence is at most head_size tokens long, so every
-// token has a dimension of its own. Rows past each sequence's end stay NaN.
+// token has a dimension of its own, the rows past its end in its last block included: there the
+// key is NaN (a logit that is not masked poisons the result) and the value is the row's own
+// one-hot vector, so whatever weight a row past the end gets shows in its own dimension of out
+// instead of turning every output into NaN (reading those values is the value side's business,
+// which the tests with NaN values pin).
 
 /// The shapes both probes run: thread groups of 4 (block size 8) and of 2 (block size 16), GQA
 /// 4/2, lengths 1, a block minus one, a block, a block plus one, several blocks per warp (every
@@ -428,6 +433,18 @@ Problem make_weight_probe(Rng& rng, const Config& c) {
     }
   }
   pa::testing::place_shuffled(p, rng);
+  const Eigen::RowVectorXd nan_key = Eigen::RowVectorXd::Constant(
+      Eigen::Index{c.num_kv_heads} * c.head_size, std::numeric_limits<double>::quiet_NaN());
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    const int len = c.seq_lens[static_cast<std::size_t>(s)];
+    const int last = p.blocks[static_cast<std::size_t>(s)].back();
+    for (int t = len; t < blocks_for(len, c.block_size) * c.block_size; ++t) {
+      Eigen::RowVectorXd one_hot = Eigen::RowVectorXd::Zero(nan_key.size());
+      for (int g = 0; g < c.num_kv_heads; ++g) one_hot(Eigen::Index{g} * c.head_size + t) = 1.0;
+      pa::testing::put_token(kV0, p.key_cache, p.value_cache, last, t % c.block_size, nan_key,
+                             one_hot);
+    }
+  }
   return p;
 }
 
@@ -520,15 +537,49 @@ TEST_P(PagedAttentionV1, WeightsSumToOneOverTheRealTokens) {
              "the tokens t < seq_len, taken over the whole thread block, both warp levels "
              "(TODO 4)";
       for (int d = seq_len; d < c.head_size; ++d) {
-        if (out(row, d) != 0.0) {  // no token has dimension d: nothing may land there
+        if (out(row, d) != 0.0) {  // no real token has dimension d: nothing may land there
           ADD_FAILURE() << who << ": out[" << d << "] = " << out(row, d) << ", want exactly 0: "
-                        << "no real token has that dimension (the sequence has " << seq_len
-                        << " tokens), so a weight reached a token at or past seq_len or a value "
-                           "row landed in the wrong dimension";
+                        << "the sequence has " << seq_len << " tokens, so "
+                        << (d < blocks_for(seq_len, c.block_size) * c.block_size
+                                ? "a row past seq_len in its last block got a weight (TODO 4 "
+                                  "normalises only the tokens t < seq_len; rows past it weigh "
+                                  "nothing)"
+                                : "no token has this dimension: a value landed in the wrong one");
           break;
         }
       }
     }
+  }
+}
+
+TEST_P(PagedAttentionV1, ConstantQueryLeavesOnlyTheKeysToRead) {
+  // Every query of the batch is one constant vector: then the dot product of a key with any vec
+  // of the query, in any order, is the same, so where and in what order the query was loaded
+  // (TODO 1) cannot change the logits, and everything after it still can: the kv head, the keys'
+  // x-chunks, the group's butterfly, the scale and the mask (TODO 2), and the rest of the kernel.
+  // With k ~ N(0, 1) and scale 1/sqrt(head_size), the logits scale * 4 * sum_d k_t[d] spread
+  // like N(0, 4^2), the same spread as the other tests'.
+  for (const auto& [head_size, block_size] : {std::pair{128, 8}, std::pair{96, 16}}) {
+    Config c;
+    c.dtype = DType::kFloat32;
+    c.head_size = head_size;
+    c.block_size = block_size;
+    c.num_heads = 4;
+    c.num_kv_heads = 2;
+    c.seq_lens = {1, block_size + 1, 9 * block_size + 5};
+    SCOPED_TRACE(pa::testing::describe(c));
+    Rng rng(951 + static_cast<std::uint64_t>(block_size));
+    Problem p = make_problem(rng, c);
+    p.q.setConstant(4.0);  // exact in every dtype
+    p.query = pa::testing::to_tensor(c.dtype, p.q, {p.num_seqs(), c.num_heads, c.head_size});
+    EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+    const Mat got = run(GetParam(), p);
+    const Tolerance tol = tolerance(c.dtype);
+    EXPECT_TRUE(AllClose(pa::testing::expected_decode(p), got, tol.atol, tol.rtol,
+                         pa::testing::decode_labels(c.num_heads)))
+        << "every query is the same constant vector here, so the query's load cannot matter: "
+           "the logits are wrong after it — the kv head (TODO 0), the keys' x-chunks, the "
+           "group's butterfly, the scale or the mask (TODO 2) — or a later step is";
   }
 }
 
