@@ -453,7 +453,7 @@ Problem make_weight_probe(Rng& rng, const Config& c) {
   for (Eigen::Index d = 0; d < row.size(); ++d) {
     if (!std::isfinite(row(d))) {
       return ::testing::AssertionFailure()
-             << who << ": out[" << d << "] = " << row(d)
+             << who << ": out[" << d << "] holds " << row(d)
              << ", not a finite weight (with one-hot values each out element is one token's "
                 "weight or 0)";
     }
@@ -541,9 +541,10 @@ TEST_P(PagedAttentionV1, WeightsSumToOneOverTheRealTokens) {
           ADD_FAILURE() << who << ": out[" << d << "] = " << out(row, d) << ", want exactly 0: "
                         << "the sequence has " << seq_len << " tokens, so "
                         << (d < blocks_for(seq_len, c.block_size) * c.block_size
-                                ? "a row past seq_len in its last block got a weight (TODO 4 "
-                                  "normalises only the tokens t < seq_len; rows past it weigh "
-                                  "nothing)"
+                                ? "a row past seq_len in its last block got a weight and its "
+                                  "value reached out: rows past the end keep probability 0 "
+                                  "(masked in TODO 2, left out of the exponentials of TODO 4) "
+                                  "and their columns add nothing in TODO 5"
                                 : "no token has this dimension: a value landed in the wrong one");
           break;
         }
