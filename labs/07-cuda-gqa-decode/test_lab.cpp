@@ -534,6 +534,19 @@ TEST_P(GqaDecode, EqualKeysGiveTheMeanOfTheValues) {
   EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kTileTokens)));
 }
 
+TEST_P(GqaDecode, EqualKeysInOnePartitionGiveTheMeanOfTheValues) {
+  // The same equal keys with no split: every weight is 1 / seq_len and nothing is merged, so
+  // only the value rows the tile copy brings in (and P·V's sum of them) decide the output.
+  const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {500, 130, 64, 1});
+  Rng rng(757);
+  DecodeProblem p = make_problem(rng, c);
+  pa::testing::make_rows_equal(p.k);
+  pa::testing::place_shuffled(p, rng);
+  SCOPED_TRACE("every key of a sequence is the same row and each sequence is one partition: "
+               "out is the mean of the sequence's own values of its kv head");
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kNoSplit)));
+}
+
 TEST_P(GqaDecode, EqualValuesComeBackWhateverTheWeights) {
   const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {500, 130, 64, 1});
   Rng rng(755);
