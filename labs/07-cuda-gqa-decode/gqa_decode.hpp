@@ -162,6 +162,20 @@ constexpr int default_partition_size(int num_seqs, int num_kv_heads, int max_seq
 bool cuda_device_present();
 /// [api]
 
+/// [partition_state]
+/// What the split's buffers hold after a launch: each partition's result as the decode kernel
+/// wrote it for the merge (\ref lab_07_partials), float32 whatever the dtype. Slot
+/// [b, h, p] is query head h of sequence b over partition p; a slot no block wrote is NaN.
+struct PartitionState {
+  int max_num_partitions = 0;
+  Tensor max_logits;  // [num_seqs, num_heads, max_num_partitions]: the row's m
+  Tensor exp_sums;    // [num_seqs, num_heads, max_num_partitions]: the row's denom
+  Tensor tmp_out;     // [num_seqs, num_heads, max_num_partitions, head_size]: acc / denom
+};
+/// [partition_state]
+
+class PartitionStateReader;  // given/backend.hpp: a session's view of the split's buffers
+
 /// [device_session]
 /// gqa_decode without the host copies around it, for timing the kernel alone (bench_lab.cpp):
 /// launch, download and the timings are pa::DeviceSession's (common/pa/device_session.hpp),
@@ -177,8 +191,13 @@ class DeviceSession : public pa::DeviceSession {
   /// Returns the partition size this session's launches use (never 0).
   int partition_size() const { return partition_size_; }
 
+  /// Copies the split's buffers as the last launch() left them (each launch() starts them at
+  /// NaN): what the tests compare, partition by partition, with the host.
+  PartitionState partition_state() const;
+
  private:
   int partition_size_;
+  const PartitionStateReader* partitions_ = nullptr;  // the open session's, owned by it
 };
 /// [device_session]
 

@@ -187,14 +187,14 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   // TODO 5. Goal: otherwise the partition's result for the merge, per group row r, at entry
   //         (seq_idx, first_head + r, partition_idx) of the scratch (partition extent
   //         max_num_partitions): tmp_out [.., HEAD_SIZE] the normalized row, max_logits and
-  //         exp_sums its max and sum.
+  //         exp_sums its max and sum (§ Split-KV: each partition's result).
 
   // TODO 6. Goal: the fused merge. The last of the sequence's partition blocks of this kv head
   //         to finish — counted in arrivals [num_seqs, num_kv_heads], which is 0 again after —
   //         merges each group row's num_partitions partials into out, each weighted by its sum
   //         rescaled to the global max (read with load_partial; tiles.s is free to hold the
   //         weights). Invariant: it reads the partials only after every partition's writes are
-  //         visible to it (§ Split-KV and the fused merge).
+  //         visible to it (§ The fused merge).
   //         Stuck on a step? tools/lab hint 07 lists them; tools/lab hint 07 attention.N
 }
 /// [gqa_decode_kernel]

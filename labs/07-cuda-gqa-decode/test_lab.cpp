@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,11 @@ DecodeConfig config(DType dtype, int head_size, int block_size, int num_heads, i
 }
 
 using pa::testing::RestoreSchedule;
+
+/// A partition longer than every sequence of the tests that pass it: each sequence is one
+/// partition and its block writes out, with no merge. The tests of the groups, the softmax and the
+/// loader use it, so that a bug in the merge (which has tests of its own) does not fail them too.
+constexpr int kNoSplit = 8 * kTileTokens;
 
 // ---- The fixture: every test once per backend ---------------------------------------------
 
@@ -277,23 +283,24 @@ TEST_P(GqaDecode, EveryHeadAndBlockSizeBFloat16) {
 // ---- Groups: 1, 3, 4, 8 and 16 query heads per kv head -------------------------------------
 
 /// [test_groups]
+// One partition per sequence (kNoSplit): these are about which rows serve which heads.
 TEST_P(GqaDecode, GroupOfOneIsMultiHead) {
   // num_heads == num_kv_heads: one real row in the tile, fifteen zero rows.
-  expect_matches_reference(GetParam(), config(DType::kFloat16, 64, 16, 6, 6, {100, 37}), 730);
+  expect_matches_reference(GetParam(), config(DType::kFloat16, 64, 16, 6, 6, {100, 37}), 730, kNoSplit);
 }
 
 TEST_P(GqaDecode, GroupOfFourPadsTwelveRows) {
-  expect_matches_reference(GetParam(), config(DType::kBFloat16, 128, 32, 12, 3, {90, 200}), 731);
+  expect_matches_reference(GetParam(), config(DType::kBFloat16, 128, 32, 12, 3, {90, 200}), 731, kNoSplit);
 }
 
 TEST_P(GqaDecode, GroupOfEightThirtyTwoHeadsOverFour) {
   // The benchmark's grouped-query ratio: query heads 8k .. 8k + 7 read kv head k.
-  expect_matches_reference(GetParam(), config(DType::kFloat16, 128, 16, 32, 4, {77, 130}), 732);
+  expect_matches_reference(GetParam(), config(DType::kFloat16, 128, 16, 32, 4, {77, 130}), 732, kNoSplit);
 }
 
 TEST_P(GqaDecode, GroupOfSixteenFillsTheTile) {
   // Every row of the tile is a real query head: no padding at all.
-  expect_matches_reference(GetParam(), config(DType::kBFloat16, 64, 16, 16, 1, {150, 20}), 733);
+  expect_matches_reference(GetParam(), config(DType::kBFloat16, 64, 16, 16, 1, {150, 20}), 733, kNoSplit);
 }
 /// [test_groups]
 
@@ -366,7 +373,7 @@ TEST_P(GqaDecode, QueryHeadsOfAGroupWithVeryDifferentLogitScales) {
   // The four query heads of each group see logits of very different sizes: head 0's are about
   // 15 times the usual (its max near 100), head 1's a tenth. Each row of the tile needs its own
   // max: one max for the group (or for a warp's rows) subtracts head 0's from head 1's scores,
-  // and every weight of head 1 underflows.
+  // and every weight of head 1 underflows. One partition per sequence: no merge.
   const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {150, 70});
   Rng rng(750);
   DecodeProblem p = make_problem(rng, c);
@@ -386,14 +393,15 @@ TEST_P(GqaDecode, QueryHeadsOfAGroupWithVeryDifferentLogitScales) {
       ASSERT_GT(top0 - top1, 60.0) << "sequence " << s << " kv head " << kv;
     }
   }
-  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, 64)));
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kNoSplit)));
 }
 /// [test_logit_scales]
 
 TEST_P(GqaDecode, TokensPastTheEndWeighNothingWhenEveryScoreIsNegative) {
   // Each kv head's keys point away from its (single) query head, so every real score is below
   // -4. A token past seq_len that is left unmasked scores 0 in the tile (its key is a zero
-  // row) and, the largest score of all, takes nearly the whole softmax.
+  // row) and, the largest score of all, takes nearly the whole softmax. One partition per
+  // sequence: no merge.
   const DecodeConfig c = config(DType::kFloat16, 64, 16, 2, 2, {37, 100, 5});
   Rng rng(751);
   DecodeProblem p = make_problem(rng, c);
@@ -418,7 +426,7 @@ TEST_P(GqaDecode, TokensPastTheEndWeighNothingWhenEveryScoreIsNegative) {
       ASSERT_LT(top, -4.0) << "sequence " << s << " head " << h;
     }
   }
-  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p)));
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kNoSplit)));
 }
 
 TEST_P(GqaDecode, LargeLogitsStayFinite) {
@@ -459,13 +467,13 @@ TEST_P(GqaDecode, AttentionSinkInTheFirstTileStaysTheMax) {
 TEST_P(GqaDecode, ScaleOtherThanTheDefaultIsUsed) {
   // A model may scale its logits by something other than 1/sqrt(head_size). Twice the scale is
   // exactly the default scale on twice the query (doubling is exact in float16), so the
-  // reference of the doubled query is the truth for scale * 2.
+  // reference of the doubled query is the truth for scale * 2. One partition per sequence.
   const DecodeConfig c = config(DType::kFloat16, 128, 16, 8, 2, {150, 33});
   Rng rng(755);
   const DecodeProblem p = make_problem(rng, c);
   const DecodeProblem doubled = pa::testing::with_query_scaled(p, 2.0);
   EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(doubled),
-                               run_with_scale(GetParam(), p, 2.0f * p.scale(), 64)));
+                               run_with_scale(GetParam(), p, 2.0f * p.scale(), kNoSplit)));
 }
 
 TEST_P(GqaDecode, SameSessionLaunchedTwiceGivesTheSameAnswerTwice) {
@@ -526,6 +534,19 @@ TEST_P(GqaDecode, EqualKeysGiveTheMeanOfTheValues) {
   EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kTileTokens)));
 }
 
+TEST_P(GqaDecode, EqualKeysInOnePartitionGiveTheMeanOfTheValues) {
+  // The same equal keys with no split: every weight is 1 / seq_len and nothing is merged, so
+  // only the value rows the tile copy brings in (and P·V's sum of them) decide the output.
+  const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {500, 130, 64, 1});
+  Rng rng(757);
+  DecodeProblem p = make_problem(rng, c);
+  pa::testing::make_rows_equal(p.k);
+  pa::testing::place_shuffled(p, rng);
+  SCOPED_TRACE("every key of a sequence is the same row and each sequence is one partition: "
+               "out is the mean of the sequence's own values of its kv head");
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kNoSplit)));
+}
+
 TEST_P(GqaDecode, EqualValuesComeBackWhateverTheWeights) {
   const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {500, 130, 64, 1});
   Rng rng(755);
@@ -538,12 +559,325 @@ TEST_P(GqaDecode, EqualValuesComeBackWhateverTheWeights) {
   EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kTileTokens)));
 }
 
+// ---- Stage probes: each partition's state, and the weights themselves -----------------------
+//
+// The tests above compare the final output, which every step feeds. These look at what one
+// stage leaves: the split's buffers, partition by partition (the softmax's m and denom, then the
+// partition's normalized rows), and, through values that are one-hot, the weights the softmax
+// gives each token, whose ratios depend on the scores alone and whose sum on the normalization
+// alone. Which of them fail says which stage went wrong first.
+
+/// A fresh session launched once: the output and what the split's buffers hold after it.
+struct SplitRun {
+  Mat out;  // [num_seqs * num_heads, head_size]
+  PartitionState state;
+};
+
+SplitRun run_split(Backend backend, const DecodeProblem& p, int partition_size) {
+  DeviceSession session(backend, p.query, p.key_cache, p.value_cache, p.scale(), p.block_tables,
+                        p.seq_lens, p.max_seq_len, partition_size);
+  session.launch();
+  Tensor out = p.nan_out();
+  session.download(out);
+  return {pa::testing::to_mat(out, Eigen::Index{p.num_seqs()} * p.cfg.num_heads, p.cfg.head_size),
+          session.partition_state()};
+}
+
+/// One partition's softmax state in long double, from the stored inputs and the kernel's float
+/// scale: the largest scaled score m, denom = sum of e^(s - m), and o = sum e^(s - m) v / denom.
+struct HostPartition {
+  double m = 0.0;
+  double denom = 0.0;
+  Vec o;  // [head_size]
+};
+
+/// Query head h of sequence s over its tokens [first, last).
+HostPartition host_partition(const DecodeProblem& p, int s, int h, int first, int last) {
+  const int d = p.cfg.head_size;
+  const Eigen::Index kv_col = Eigen::Index{h / (p.cfg.num_heads / p.cfg.num_kv_heads)} * d;
+  const Mat& k = p.k[static_cast<std::size_t>(s)];  // [seq_len, num_kv_heads * head_size]
+  const Mat& v = p.v[static_cast<std::size_t>(s)];
+  const Eigen::RowVectorXd q = p.q.row(Eigen::Index{s} * p.cfg.num_heads + h);
+  std::vector<long double> scores;
+  for (int t = first; t < last; ++t) {
+    long double dot = 0;
+    for (int i = 0; i < d; ++i) dot += static_cast<long double>(q[i]) * k(t, kv_col + i);
+    scores.push_back(dot * static_cast<long double>(p.scale()));
+  }
+  const long double m = *std::max_element(scores.begin(), scores.end());
+  std::vector<long double> acc(static_cast<std::size_t>(d), 0.0L);
+  long double denom = 0;
+  for (int t = first; t < last; ++t) {
+    const long double e = std::exp(scores[static_cast<std::size_t>(t - first)] - m);
+    denom += e;
+    for (int i = 0; i < d; ++i) acc[static_cast<std::size_t>(i)] += e * v(t, kv_col + i);
+  }
+  HostPartition r;
+  r.m = static_cast<double>(m);
+  r.denom = static_cast<double>(denom);
+  r.o = Vec(d);
+  for (int i = 0; i < d; ++i) r.o[i] = static_cast<double>(acc[static_cast<std::size_t>(i)] / denom);
+  return r;
+}
+
+// The split's buffers are float32 whatever the dtype, from the same rounded inputs as the host.
+// m: a float32 scaled dot product of <= 256 terms (tensor cores round inside their adder tree on
+// a GPU): errors ~1e-5 on scores of ~10; a wrong key, query row or token moves a max by 1e-1.
+constexpr double kMaxLogitTol = 1e-3;
+// denom: a float32 sum of <= 512 terms e^(s - m) from __expf (a few ulps each) whose exponents
+// carry the scores' ~1e-5: relative ~1e-5; a missed rescale or token moves it by 1e-2 and more.
+constexpr double kExpSumRtol = 1e-3;
+
+/// What a check of the split's buffers compares.
+enum class PartitionPart { kMaxLogits, kExpSums, kRows, kNothingPastTheEnd };
+
+/// Passes when the split's buffers hold, for every sequence of more than one partition, every
+/// query head and each of the sequence's own partitions, the host's part `part` of that
+/// partition's state (kRows: tmp_out within the dtype's output tolerance, which covers P's
+/// rounding to 16 bits); kNothingPastTheEnd: every slot past a sequence's own partitions is still
+/// NaN (never written).
+::testing::AssertionResult PartitionsMatchHost(const DecodeProblem& p, const PartitionState& got,
+                                               int partition_size, PartitionPart part) {
+  const int num_heads = p.cfg.num_heads, head_size = p.cfg.head_size;
+  const int parts = got.max_num_partitions;
+  const Tolerance tol = tolerance(p.cfg.dtype);
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    const int len = p.cfg.seq_lens[static_cast<std::size_t>(s)];
+    const int own = (len + partition_size - 1) / partition_size;
+    for (int h = 0; h < num_heads; ++h) {
+      for (int part_idx = 0; part_idx < parts; ++part_idx) {
+        const std::int64_t slot = (std::int64_t{s} * num_heads + h) * parts + part_idx;
+        const int first = part_idx * partition_size;
+        const int last = std::min(first + partition_size, len);
+        std::ostringstream where;
+        where << "sequence " << s << " (" << len << " tokens, " << own << " partition(s)), head "
+              << h << ", partition " << part_idx;
+        const double m = load(got.max_logits, slot), denom = load(got.exp_sums, slot);
+        if (part == PartitionPart::kNothingPastTheEnd) {
+          if (part_idx < own) continue;
+          bool written = !std::isnan(m) || !std::isnan(denom);
+          for (int d = 0; d < head_size && !written; ++d) {
+            written = !std::isnan(load(got.tmp_out, slot * head_size + d));
+          }
+          if (written) {
+            return ::testing::AssertionFailure()
+                   << where.str() << " starts at token " << first << ", past the sequence's "
+                   << len << ": its slot was written (max_logits " << m << ", exp_sums " << denom
+                   << "). A block with no tokens must leave before writing or counting itself "
+                      "(TODO 1)";
+          }
+          continue;
+        }
+        if (own == 1 || part_idx >= own) continue;  // no slot to compare
+        where << " (tokens [" << first << ", " << last << "))";
+        const HostPartition want = host_partition(p, s, h, first, last);
+        if (part == PartitionPart::kMaxLogits) {
+          if (!(std::abs(m - want.m) <= kMaxLogitTol)) {
+            return ::testing::AssertionFailure()
+                   << where.str() << ": max_logits is " << m << ", the host's largest scaled "
+                   << "score over those tokens is " << want.m << " (tolerance " << kMaxLogitTol
+                   << "): the partition's scores are wrong before the softmax sums them (its "
+                      "range: TODO 1; the group's query rows or the table slice: TODO 2; the "
+                      "key tile: the tile copy; Q·Kᵀ: TODO 3b; the scale, the mask or the row's "
+                      "own max: TODO 3c)";
+          }
+        } else if (part == PartitionPart::kExpSums) {
+          if (!(std::abs(denom - want.denom) <= kExpSumRtol * want.denom)) {
+            return ::testing::AssertionFailure()
+                   << where.str() << ": exp_sums is " << denom << ", the host's sum of "
+                   << "e^(s - m) over those tokens is " << want.denom << " (max_logits " << m
+                   << ", the host's " << want.m << "): denom, with its rescale by alpha when a "
+                      "tile raises m, is wrong (TODO 3c), or is not what the slot receives "
+                      "(TODO 5)";
+          }
+        } else {
+          for (int d = 0; d < head_size; ++d) {
+            const double o = load(got.tmp_out, slot * head_size + d);
+            const double bound = tol.atol + tol.rtol * std::abs(want.o[d]);
+            if (!(std::abs(o - want.o[d]) <= bound)) {
+              return ::testing::AssertionFailure()
+                     << where.str() << ": tmp_out dimension " << d << " is " << o
+                     << ", the host's normalized acc / denom is " << want.o[d] << " (tolerance "
+                     << bound << "; exp_sums " << denom << ", the host's " << want.denom
+                     << "): the partition's result is not acc / denom at its slot (TODO 5), or "
+                        "acc is (TODO 3e)";
+            }
+          }
+        }
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Partitions of two tiles (the second rescales what the first left) over sequences of 5, 3, 1, 1
+// and 4 partitions (the grid has 5), three query heads per kv head whose queries are scaled
+// apart, so that each row's state is its own.
+void expect_partitions(Backend backend, PartitionPart part, std::uint64_t seed) {
+  const DecodeConfig c = config(DType::kFloat16, 128, 16, 9, 3, {600, 257, 128, 1, 450});
+  Rng rng(seed);
+  DecodeProblem p = make_problem(rng, c);
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    for (int h = 0; h < c.num_heads; ++h) {
+      pa::testing::scale_query_row(p, Eigen::Index{s} * c.num_heads + h, 0.5 + 0.25 * (h % 3));
+    }
+  }
+  const SplitRun got = run_split(backend, p, 2 * kTileTokens);
+  ASSERT_EQ(got.state.max_num_partitions, 5);
+  EXPECT_TRUE(PartitionsMatchHost(p, got.state, 2 * kTileTokens, part));
+}
+
+/// [test_partitions]
+TEST_P(GqaDecode, PartitionMaxesMatchTheHost) {
+  // max_logits of every (sequence, head, partition) the merge reads: the largest scaled score
+  // over the partition's own tokens. Wrong only when the scores, the mask or the row's max are.
+  expect_partitions(GetParam(), PartitionPart::kMaxLogits, 790);
+}
+
+TEST_P(GqaDecode, PartitionSumsMatchTheHost) {
+  // exp_sums: sum of e^(s - m) over the partition's tokens, with m its own max_logits.
+  expect_partitions(GetParam(), PartitionPart::kExpSums, 791);
+}
+
+TEST_P(GqaDecode, PartitionResultsMatchTheHost) {
+  // tmp_out: the partition's normalized rows acc / denom, at slot [b, h, p].
+  expect_partitions(GetParam(), PartitionPart::kRows, 792);
+}
+
+TEST_P(GqaDecode, PartitionsPastTheSequenceWriteNothing) {
+  // The grid has 5 partitions for every sequence; the slots of the ones a sequence does not
+  // have stay NaN: their blocks have no tokens and leave at once.
+  expect_partitions(GetParam(), PartitionPart::kNothingPastTheEnd, 793);
+}
+/// [test_partitions]
+
+// The weight probe: value row t of every kv head is e_t (1 in dimension t, 0 elsewhere), so the
+// output row of a query head is its softmax weights, w_t in dimension t, and 0 in the dimensions
+// past seq_len (zero-filled rows add exactly 0). Head size 256 holds sequences up to 256 tokens,
+// and its scale 1/16 is exact. Logits of spread 2: more tokens weigh enough to be compared.
+DecodeProblem weight_probe(Rng& rng) {
+  DecodeConfig c = config(DType::kFloat16, 256, 16, 12, 3, {250, 129, 64, 17, 1});
+  c.logit_spread = 2.0;
+  DecodeProblem p = make_problem(rng, c);
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    Mat& v = p.v[static_cast<std::size_t>(s)];  // [seq_len, num_kv_heads * head_size]
+    v.setZero();
+    for (Eigen::Index t = 0; t < v.rows(); ++t) {
+      for (int kv = 0; kv < c.num_kv_heads; ++kv) v(t, kv * c.head_size + t) = 1.0;
+    }
+  }
+  pa::testing::place_shuffled(p, rng);
+  return p;
+}
+
+// A weight of at least 1e-3 is a normal float16 number, held to 2^-11 relative: the ratio of two
+// such outputs carries 4 roundings (two of P to 16 bits, two of out), ~2e-3; a wrong score moves
+// it by e^(error), 1e-1 for an error of 0.1.
+constexpr double kComparedWeight = 1e-3;
+constexpr double kRatioRtol = 1e-2;
+// The sum of a row's weights: each is off by at most 2^-11 (P) + 2^-11 (out) relative, and the
+// float16 subnormals below 6e-5 by 3e-8 each: |sum - 1| <= 1e-3 + 1e-5; a token counted in denom
+// but not in acc, or one partition's sum missing, moves it by 1e-2 and more.
+constexpr double kSumTol = 3e-3;
+
+/// Passes when in every row (every sequence and query head) each token t that weighs at least
+/// kComparedWeight is, against the row's heaviest token r, in the ratio of the reference:
+/// out[t] / out[r] = e^(s_t - s_r) (a factor common to the row cancels).
+::testing::AssertionResult WeightsInTheRatioOfTheLogits(const DecodeProblem& p, const Mat& want,
+                                                       const Mat& got, const char* why) {
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    const int len = p.cfg.seq_lens[static_cast<std::size_t>(s)];
+    for (int h = 0; h < p.cfg.num_heads; ++h) {
+      const Eigen::Index row = Eigen::Index{s} * p.cfg.num_heads + h;
+      Eigen::Index r = 0;
+      want.row(row).head(len).maxCoeff(&r);
+      for (Eigen::Index t = 0; t < len; ++t) {
+        if (t == r || want(row, t) < kComparedWeight) continue;
+        const double want_ratio = want(row, t) / want(row, r);
+        const double got_ratio = got(row, t) / got(row, r);
+        if (!(std::abs(got_ratio - want_ratio) <= kRatioRtol * want_ratio)) {
+          return ::testing::AssertionFailure()
+                 << "sequence " << s << ", head " << h << ": token " << t << " weighs "
+                 << got(row, t) << " and token " << r << " " << got(row, r) << ", a ratio of "
+                 << got_ratio << "; e^(s_" << t << " - s_" << r << ") is " << want_ratio
+                 << " (the reference's weights " << want(row, t) << " and " << want(row, r)
+                 << "): " << why;
+        }
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// Passes when in every row the weights of the sequence's own tokens sum to 1 (within kSumTol)
+/// and every dimension past seq_len (a token that does not exist) holds exactly 0.
+::testing::AssertionResult WeightsSumToOne(const DecodeProblem& p, const Mat& got) {
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    const int len = p.cfg.seq_lens[static_cast<std::size_t>(s)];
+    for (int h = 0; h < p.cfg.num_heads; ++h) {
+      const Eigen::Index row = Eigen::Index{s} * p.cfg.num_heads + h;
+      const double sum = got.row(row).head(len).sum();
+      if (!(std::abs(sum - 1.0) <= kSumTol)) {
+        return ::testing::AssertionFailure()
+               << "sequence " << s << " (" << len << " tokens), head " << h
+               << ": the weights of its tokens sum to " << sum << ", not 1 (tolerance "
+               << kSumTol << "): what acc is divided by is not the sum of the weights it holds "
+                  "(denom and its rescale: TODO 3c; the division: TODO 4)";
+      }
+      for (Eigen::Index t = len; t < p.cfg.head_size; ++t) {
+        if (!(got(row, t) == 0.0)) {
+          return ::testing::AssertionFailure()
+                 << "sequence " << s << " (" << len << " tokens), head " << h << ": dimension "
+                 << t << " is " << got(row, t) << ", the weight of token " << t
+                 << ", which does not exist: it must be exactly 0 (a token at or past the end is a zero "
+                    "row of the tile: the tile copy; and its score is masked: TODO 3c)";
+        }
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// [test_weights]
+TEST_P(GqaDecode, WeightsAreInTheRatioOfTheirLogits) {
+  // One partition per sequence (no merge): only the scores decide the ratios.
+  Rng rng(794);
+  const DecodeProblem p = weight_probe(rng);
+  EXPECT_TRUE(WeightsInTheRatioOfTheLogits(
+      p, pa::testing::expected_decode(p), run(GetParam(), p, 4 * kTileTokens),
+      "the scores the softmax exponentiates are wrong (the group's query rows: TODO 2; the key "
+      "tile: the tile copy; Q·Kᵀ: TODO 3b; the scale or the mask: TODO 3c), or tokens' values "
+      "are added with another token's weight (P·V and the rescale of acc: TODO 3e)"));
+}
+
+TEST_P(GqaDecode, WeightsSumToOneOverTheRealTokens) {
+  // One partition per sequence (no merge): only the normalization and the set of tokens summed
+  // decide the sum; the scores cannot change it.
+  Rng rng(795);
+  const DecodeProblem p = weight_probe(rng);
+  EXPECT_TRUE(WeightsSumToOne(p, run(GetParam(), p, 4 * kTileTokens)));
+}
+
+TEST_P(GqaDecode, MergedWeightsKeepTheRatioOfTheirLogits) {
+  // Partitions of one tile (4, 3, 1, 1 and 1), merged: the tokens of different partitions keep
+  // the ratio of their scores only if each partition is weighed by its own sum and max.
+  Rng rng(796);
+  const DecodeProblem p = weight_probe(rng);
+  EXPECT_TRUE(WeightsInTheRatioOfTheLogits(
+      p, pa::testing::expected_decode(p), run(GetParam(), p, kTileTokens),
+      "the partitions are weighed wrongly against each other: each partition's tmp_out, "
+      "max_logits and exp_sums (TODO 5) or the merge's weights denom_p e^(m_p - M) (TODO 6); "
+      "WeightsAreInTheRatioOfTheirLogits says whether one partition alone is right"));
+}
+/// [test_weights]
+
 // ---- Poison, paging, placement -------------------------------------------------------------
 
 TEST_P(GqaDecode, NaNInEveryUnusedRowAndBlockStaysOut) {
   // The rows after each sequence's last token, every block no sequence owns, and the table
   // columns past each sequence's blocks (they name an all-NaN block) hold NaN; the last tile of
-  // every sequence reaches over all of them. The output is finite and right.
+  // every sequence reaches over all of them. The output is finite and right. One partition
+  // per sequence: no merge.
   const DecodeConfig c = config(DType::kBFloat16, 64, 32, 4, 2, {33, 70, 3});
   Rng rng(760);
   const DecodeProblem p = make_problem(rng, c);
@@ -561,7 +895,7 @@ TEST_P(GqaDecode, NaNInEveryUnusedRowAndBlockStaysOut) {
     ASSERT_TRUE(std::isnan(
         load(p.value_cache, pa::testing::value_index(kFlash, p.value_cache, pad, 0, 0, 0))));
   }
-  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p)));
+  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kNoSplit)));
 }
 
 /// [test_invariance]

@@ -329,8 +329,9 @@ def report_line(detail: str, name: str, lines: list[str] | None = None) -> int |
     is missing belongs to the step that writes (after a write that others then read — the step
     publishes its result —, or before a write over what others are still reading — the step
     reuses a buffer too soon); for two writes, or a copy that has not landed, the earlier in the
-    file of the accesses. Only lines inside the kernel the race is in count (a line in a helper
-    it calls, such as a copy, is where an access was issued, not where the order belongs).
+    file of the accesses, and so too when the write is only a helper's line (a copy: where an
+    access was issued, not where the order belongs). Only lines inside the kernel the race is in
+    count, where it names any.
     Otherwise the first line of that file it names. None when it names none."""
     numbers = report_lines(detail, name)
     if not numbers:
@@ -342,7 +343,7 @@ def report_line(detail: str, name: str, lines: list[str] | None = None) -> int |
     def own(found: list[int]) -> list[int]:
         if lines is None:
             return found
-        return [n for n in found if hints.place_of_line(lines, n)[0] == race.group(1)] or found
+        return [n for n in found if hints.place_of_line(lines, n)[0] == race.group(1)]
 
     current, sep, previous = detail.partition(", which ")
     previous = previous.split(", with no barrier")[0].split(", and nothing orders")[0]
@@ -351,10 +352,10 @@ def report_line(detail: str, name: str, lines: list[str] | None = None) -> int |
         prev_writes = bool(re.search(r" (wrote|updated atomically) at ", previous))
         prev_reads = " read at " in previous
         if cur_writes != prev_writes and (prev_writes or prev_reads):
-            writer = report_lines(current if cur_writes else previous, name)
-            if writer:
-                return min(own(writer))
-    return min(own(numbers))
+            writer = own(report_lines(current if cur_writes else previous, name))
+            if writer:   # a write issued by a helper (a copy) says nothing of the kernel's order
+                return min(writer)
+    return min(own(numbers) or numbers)
 
 
 def step_of_lines(steps: list[hints.Step], lines: list[str], name: str,

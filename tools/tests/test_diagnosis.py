@@ -262,6 +262,12 @@ class Rule(unittest.TestCase):
         self.assertEqual(diagnosis.report_line(two_writes, "bug.cpp"), 90)
         bounds = "simt: out of bounds in k: thread 3 reads at bug.cpp:90 (inlined at bug.cpp:40)"
         self.assertEqual(diagnosis.report_line(bounds, "bug.cpp"), 90)
+        # A write issued in a helper (a copy) outside the kernel: the kernel's own line counts.
+        source = ["/// [copy]"] + ["  x;"] * 8 + ["/// [copy]", "/// [k]"] + ["  y;"] * 200
+        landed = ("simt: race in k, block (0, 0, 0): thread 5 reads static __shared__ memory at "
+                  "bug.cpp:90, which thread 0 wrote at bug.cpp:4, with no barrier between them")
+        self.assertEqual(diagnosis.report_line(landed, "bug.cpp", source), 90)
+        self.assertEqual(diagnosis.report_line(publish, "bug.cpp", source), 120)
         self.assertIsNone(diagnosis.report_line(race, "starter.cpp"))
         self.assertIsNone(diagnosis.report_line("at not_bug.cpp:12", "bug.cpp"))
 

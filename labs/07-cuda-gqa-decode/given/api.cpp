@@ -1,6 +1,10 @@
 // Lab 07, given: the public functions of gqa_decode.hpp. Each checks its arguments on the host
 // copies (a kernel that reads past a block table cannot say so, it reads someone else's memory)
 // and hands them to the backend's launchers.
+#include <memory>
+#include <stdexcept>
+#include <utility>
+
 #include "given/backend.hpp"
 #include "given/checks.hpp"
 
@@ -59,7 +63,14 @@ DeviceSession::DeviceSession(Backend backend, const Tensor& query, const Tensor&
   checks::decode("DeviceSession", args);
   const Launchers& on = launchers(backend, "DeviceSession");
   partition_size_ = args.partition_size = chosen_partition_size(on, args);
-  open(on.open_session(args));
+  std::unique_ptr<SessionImpl> session = on.open_session(args);
+  partitions_ = dynamic_cast<const PartitionStateReader*>(session.get());
+  open(std::move(session));
+}
+
+PartitionState DeviceSession::partition_state() const {
+  if (partitions_ == nullptr) throw std::logic_error("DeviceSession: no partition state");
+  return partitions_->partition_state();
 }
 
 }  // namespace pa::cuda_gqa

@@ -32,6 +32,14 @@ class Launchers : public SessionLaunchers<DecodeArgs> {
   virtual int decode_slots(DType dtype, int head_size, int block_size) const = 0;
 };
 
+/// What a decode session offers beside pa::SessionImpl: the split's buffers copied back to the
+/// host (DeviceSession::partition_state). given/launchers.cpp's Session implements both.
+class PartitionStateReader {
+ public:
+  virtual ~PartitionStateReader() = default;
+  virtual PartitionState partition_state() const = 0;
+};
+
 namespace emu {
 const Launchers& launchers();
 }

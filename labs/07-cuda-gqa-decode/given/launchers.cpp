@@ -51,7 +51,7 @@ void with_decode_config(DType dtype, int head_size, int block_size, F&& f) {
 /// [launcher]
 /// gqa_decode's operands in this backend's device memory (SessionBase), the partial results of
 /// the split, and the launch on them.
-class Session final : public SessionBase {
+class Session final : public SessionBase, public PartitionStateReader {
  public:
   /// Copies the operands to the device; api.cpp has run checks::decode on them and turned a
   /// partition size of 0 into the default one (default_partition_size on decode_slots).
@@ -88,8 +88,10 @@ class Session final : public SessionBase {
     });
   }
 
-  /// The checked launch of tests and gqa_decode: queued, waited for and asked for the flag.
+  /// The checked launch of tests and gqa_decode: queued, waited for and asked for the flag. The
+  /// split's buffers start it at NaN, so that partition_state() shows this launch's writes only.
   void checked_launch() override {
+    for (auto* buffer : {&exp_sums_, &max_logits_, &tmp_out_}) buffer->fill_bytes(0xFF);
     try {
       enqueue();
       finish();
@@ -99,6 +101,20 @@ class Session final : public SessionBase {
       arrivals_.fill_bytes(0);
       throw;
     }
+  }
+
+  /// The split's buffers, copied to the host as the last launch left them.
+  PartitionState partition_state() const override {
+    PartitionState state;
+    state.max_num_partitions = max_num_partitions_;
+    const std::int64_t seqs = num_seqs_, heads = num_heads_, parts = max_num_partitions_;
+    state.max_logits = Tensor(DType::kFloat32, {seqs, heads, parts});
+    state.exp_sums = Tensor(DType::kFloat32, {seqs, heads, parts});
+    state.tmp_out = Tensor(DType::kFloat32, {seqs, heads, parts, std::int64_t{head_size_}});
+    max_logits_.download(state.max_logits.data_as<float>(), max_logits_.size());
+    exp_sums_.download(state.exp_sums.data_as<float>(), exp_sums_.size());
+    tmp_out_.download(state.tmp_out.data_as<float>(), tmp_out_.size());
+    return state;
   }
 
  protected:
