@@ -114,6 +114,12 @@ def table(lab: Lab, impl_name: str, triples: list[tuple[int, int, int]]) -> str:
     return done.stdout.strip()
 
 
+def caption(number: str) -> str:
+    """The book's caption of the design table (a `Table: ` paragraph right above it)."""
+    return (f"Table: What ptxas's figures predict on each benchmark batch of lab {number}, on an "
+            f"H100 SXM: a prediction, not a measurement.")
+
+
 def replace_block(readme: Path, block: str) -> bool:
     """Puts `block` between the chapter's markers; returns False when it has none."""
     text = readme.read_text()
@@ -146,7 +152,7 @@ def main(picked: list[Lab], impl_name: str | None) -> int:
         block = (f"Predicted on an H100 SXM (132 SMs, 64 K registers and 228 KiB of shared "
                  f"memory per SM) from ptxas's figures (nvcc {release}, `-O3`, sm_90: {kernels}); "
                  f"what one H100 run measured is in \\ref lab_{lab.number}_measured.\n\n"
-                 f"{table(lab, impl_name, triples)}")
+                 f"{caption(lab.number)}\n\n{table(lab, impl_name, triples)}")
         print(f"\nLab {lab.number}:\n{block}\n")
         readme = lab.folder() / "README.md"
         if impl_name == "solution":
@@ -178,6 +184,8 @@ def verify(number: str, bench: Path) -> int:
     flag = "--design_table=" + ";".join(f"{r},{s},{m}" for _, r, s, m in found)
     printed = subprocess.run([str(bench), flag], capture_output=True, text=True, check=True).stdout
     table = block.split("\n\n", 1)[1].strip() if "\n\n" in block else ""
+    if table.startswith("Table: "):  # the book's caption, between the prose and the table
+        table = table.split("\n\n", 1)[1].strip() if "\n\n" in table else ""
     if table != printed.strip():
         print(f"labs/{lab.room}/README.md's design table is not what {bench.name} {flag} prints "
               f"now: run tools/lab bench --ptxas {number} (needs nvcc).\n--- in the chapter\n"
