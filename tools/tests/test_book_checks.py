@@ -358,6 +358,40 @@ class TableNumbersTest(unittest.TestCase):
             _load_tidy().number_tables({"lab_03.html": cap + cap})
 
 
+class TestTableCaptionTest(unittest.TestCase):
+    """docs/doxygen_filter.py gives a chapter's test table the book's caption when the chapter
+    gives it none, keeping every line in place (Doxygen's warnings name lines)."""
+
+    @staticmethod
+    def filter_module():
+        spec = importlib.util.spec_from_file_location("doxygen_filter_under_test",
+                                                      ROOT / "docs" / "doxygen_filter.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    TABLE = ["| test | pts | what it pins | hint |\n", "|---|---|---|---|\n",
+             "| `A.B` | 1 | this | that |\n", "| `A.C` | 2 | more | else |\n", "\n", "After.\n"]
+
+    def test_an_uncaptioned_test_table_gets_the_caption_line_for_line(self):
+        lines = ["Intro.\n", "\n"] + self.TABLE
+        out = self.filter_module().tests_table(lines, "05")
+        self.assertEqual(len(out), len(lines))
+        self.assertTrue(out[2].startswith("Table: The graded tests of lab 05: "), out[2])
+        self.assertEqual(out[3], "\n")
+        self.assertTrue(out[4].startswith('<table class="book-tests"><tr><th>what it pins'))
+        self.assertIn("2 points", out[5])
+        self.assertTrue(out[5].rstrip().endswith("</table>"))
+        self.assertEqual(out[7], "After.\n")
+
+    def test_a_captioned_test_table_keeps_its_caption(self):
+        lines = ["Table: Our own words,\n", "on two lines.\n", "\n"] + self.TABLE
+        out = self.filter_module().tests_table(lines, "05")
+        self.assertEqual(len(out), len(lines))
+        self.assertEqual(sum(line.startswith("Table:") for line in out), 1)
+        self.assertEqual(out[3], '<table class="book-tests">\n')
+
+
 class FigureLinksTest(unittest.TestCase):
     def test_figures_open_full_size(self):
         """docs/book-figures.js wraps each figure in a link to its SVG, and every page loads
