@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pa/decode_problems.hpp"
@@ -380,6 +382,207 @@ TEST_P(PagedAttentionV1, EqualValuesComeBackWhateverTheWeights) {
   pa::testing::place_shuffled(p, rng);
   EXPECT_TRUE(pa::testing::SpreadIsWide(p));
   expect_close_to_reference(p, run(GetParam(), p));
+}
+
+// ---- The weight probe: out = the softmax weights themselves --------------------------------
+//
+// The kernel writes only out, but with one-hot values (token t's value row is e_t of its kv
+// head: 1 in dimension t, 0 elsewhere) out[seq, head, t] = sum_t' p_t' v_t'[t] = p_t: the output
+// row IS the weight vector, one dimension per token. Two tests then split the softmax in two.
+// The ratio of two weights, p_t / p_t' = e^(l_t - l_t'), does not depend on the denominator at
+// all: it holds whatever the normalisation and is broken by a wrong logit (the query, q·k, the
+// scale, the mask) or a max that differs between tokens (TODOs 1-3). The sum of the weights over
+// the real tokens is 1 whatever the logits are, and is broken by a wrong denominator or a wrong
+// set of exponentials summed (TODO 4). Both go through the value side (TODOs 5-7), which the
+// equal-keys and equal-values tests pin on their own.
+//
+// float32 throughout: 0 and 1 are exact in every dtype, and a float32 output keeps each weight
+// to ~1e-7 instead of a float16's 5e-4. Each sequence is at most head_size tokens long, so every
+// token has a dimension of its own, the rows past its end in its last block included: there the
+// key is NaN (a logit that is not masked poisons the result) and the value is the row's own
+// one-hot vector, so whatever weight a row past the end gets shows in its own dimension of out
+// instead of turning every output into NaN (reading those values is the value side's business,
+// which the tests with NaN values pin).
+
+/// The shapes both probes run: thread groups of 4 (block size 8) and of 2 (block size 16), GQA
+/// 4/2, lengths 1, a block minus one, a block, a block plus one, several blocks per warp (every
+/// warp's first block is not its last) and the longest the head holds, in shuffled blocks.
+std::vector<Config> weight_probe_configs() {
+  std::vector<Config> configs;
+  for (const auto& [head_size, block_size] : {std::pair{128, 8}, std::pair{256, 16}}) {
+    Config c;
+    c.dtype = DType::kFloat32;
+    c.head_size = head_size;
+    c.block_size = block_size;
+    c.num_heads = 4;
+    c.num_kv_heads = 2;
+    c.seq_lens = {1, block_size - 1, block_size, block_size + 1, 9 * block_size + 5, head_size};
+    configs.push_back(c);
+  }
+  return configs;
+}
+
+/// A decode problem whose values are the one-hot rows above, placed in shuffled blocks.
+Problem make_weight_probe(Rng& rng, const Config& c) {
+  Problem p = make_problem(rng, c);
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    Mat& v = p.v[static_cast<std::size_t>(s)];  // [seq_len, num_kv_heads * head_size]
+    EXPECT_LE(v.rows(), c.head_size) << "a token without a dimension of its own";
+    v.setZero();
+    for (Eigen::Index t = 0; t < v.rows(); ++t) {
+      for (int g = 0; g < c.num_kv_heads; ++g) v(t, Eigen::Index{g} * c.head_size + t) = 1.0;
+    }
+  }
+  pa::testing::place_shuffled(p, rng);
+  const Eigen::RowVectorXd nan_key = Eigen::RowVectorXd::Constant(
+      Eigen::Index{c.num_kv_heads} * c.head_size, std::numeric_limits<double>::quiet_NaN());
+  for (int s = 0; s < p.num_seqs(); ++s) {
+    const int len = c.seq_lens[static_cast<std::size_t>(s)];
+    const int last = p.blocks[static_cast<std::size_t>(s)].back();
+    for (int t = len; t < blocks_for(len, c.block_size) * c.block_size; ++t) {
+      Eigen::RowVectorXd one_hot = Eigen::RowVectorXd::Zero(nan_key.size());
+      for (int g = 0; g < c.num_kv_heads; ++g) one_hot(Eigen::Index{g} * c.head_size + t) = 1.0;
+      pa::testing::put_token(kV0, p.key_cache, p.value_cache, last, t % c.block_size, nan_key,
+                             one_hot);
+    }
+  }
+  return p;
+}
+
+/// Expects every element of `row` (the out row of `who`) to be finite; names the first that is not.
+::testing::AssertionResult AllFinite(const Eigen::RowVectorXd& row, const std::string& who) {
+  for (Eigen::Index d = 0; d < row.size(); ++d) {
+    if (!std::isfinite(row(d))) {
+      return ::testing::AssertionFailure()
+             << who << ": out[" << d << "] holds " << row(d)
+             << ", not a finite weight (with one-hot values each out element is one token's "
+                "weight or 0)";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_P(PagedAttentionV1, WeightsAreInTheRatioOfExpLogits) {
+  for (const Config& c : weight_probe_configs()) {
+    SCOPED_TRACE(pa::testing::describe(c));
+    Rng rng(931 + static_cast<std::uint64_t>(c.block_size));
+    const Problem p = make_weight_probe(rng, c);
+    EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+    const Mat out = run(GetParam(), p);  // [num_seqs * num_heads, head_size]: the weights
+    for (Eigen::Index row = 0; row < out.rows(); ++row) {
+      const std::string who = "sequence " + std::to_string(row / c.num_heads) + " head " +
+                              std::to_string(row % c.num_heads);
+      const Vec logits = pa::testing::query_scores(p, row);  // l_t = scale q·k_t, [seq_len]
+      const Eigen::RowVectorXd weights = out.row(row).head(logits.size());
+      if (!AllFinite(weights, who)) {
+        ADD_FAILURE() << AllFinite(weights, who).message();
+        continue;
+      }
+      Eigen::Index top = 0;  // the token the reference weighs most: every ratio is taken to it
+      logits.maxCoeff(&top);
+      if (!(weights(top) > 0.0)) {
+        ADD_FAILURE() << who << ": token " << top << ", the one with the largest logit ("
+                      << logits(top) << "), weighs " << weights(top)
+                      << " — the logits are wrong before the softmax (the query of TODO 1, or "
+                         "q·k, the scale or the mask of TODO 2)";
+        continue;
+      }
+      for (Eigen::Index t = 0; t < logits.size(); ++t) {
+        const double want = std::exp(logits(t) - logits(top));
+        const double got = weights(t) / weights(top);
+        // float32 logits of <= 256 products carry ~1e-6 absolute error, which exp() turns into
+        // as much relative error (observed: 4e-6; the GPU's __expf adds up to ~2e-6 at these
+        // arguments): 1e-4 relative is 25 times that, and 1e-6 absolute lets go the ratios below
+        // e^-14, whose float32 weights keep few digits. A ratio moves by a factor e^(error) of
+        // its logits, so a logit off by more than 1e-4 fails.
+        if (std::abs(got - want) > 1e-6 + 1e-4 * want) {
+          ADD_FAILURE() << who << ": the weights are not in the ratio e^(l_t - l_t'): token " << t
+                        << " vs token " << top << " (the largest logit), out[" << t << "] / out["
+                        << top << "] = " << got << ", want e^(" << logits(t) << " - "
+                        << logits(top) << ") = " << want
+                        << ". A common factor of all weights (the normalisation) cancels in this "
+                           "ratio, so the logits themselves are wrong before the softmax: the "
+                           "query in shared memory (TODO 1), q·k of this token's key, the scale "
+                           "or the mask (TODO 2), or a max that is not the same for every token "
+                           "(TODO 3)";
+          break;  // one token per (sequence, head) says it; the next row may say more
+        }
+      }
+    }
+  }
+}
+
+TEST_P(PagedAttentionV1, WeightsSumToOneOverTheRealTokens) {
+  for (const Config& c : weight_probe_configs()) {
+    SCOPED_TRACE(pa::testing::describe(c));
+    Rng rng(941 + static_cast<std::uint64_t>(c.block_size));
+    const Problem p = make_weight_probe(rng, c);
+    EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+    const Mat out = run(GetParam(), p);  // [num_seqs * num_heads, head_size]: the weights
+    for (Eigen::Index row = 0; row < out.rows(); ++row) {
+      const std::string who = "sequence " + std::to_string(row / c.num_heads) + " head " +
+                              std::to_string(row % c.num_heads);
+      const int seq_len = c.seq_lens[static_cast<std::size_t>(row / c.num_heads)];
+      if (!AllFinite(out.row(row), who)) {
+        ADD_FAILURE() << AllFinite(out.row(row), who).message();
+        continue;
+      }
+      const double sum = out.row(row).head(seq_len).sum();
+      // <= 256 float32 weights, each off by a few ulp of itself after the exp and the division
+      // by exp_sum, add up to 1 within ~1e-6 (observed: 2e-7); 1e-5 is 50 times that, while a
+      // denominator that misses or adds some tokens' exponentials moves the sum by their share.
+      EXPECT_NEAR(sum, 1.0, 1e-5)
+          << who << ": the weights of the " << seq_len << " real tokens (out[0.." << seq_len - 1
+          << "]) sum to " << sum
+          << ", not 1 — the probabilities are e^(l_t - max) divided by their sum over exactly "
+             "the tokens t < seq_len, taken over the whole thread block, both warp levels "
+             "(TODO 4)";
+      for (int d = seq_len; d < c.head_size; ++d) {
+        if (out(row, d) != 0.0) {  // no real token has dimension d: nothing may land there
+          ADD_FAILURE() << who << ": out[" << d << "] = " << out(row, d) << ", want exactly 0: "
+                        << "the sequence has " << seq_len << " tokens, so "
+                        << (d < blocks_for(seq_len, c.block_size) * c.block_size
+                                ? "a row past seq_len in its last block got a weight and its "
+                                  "value reached out: rows past the end keep probability 0 "
+                                  "(masked in TODO 2, left out of the exponentials of TODO 4) "
+                                  "and their columns add nothing in TODO 5"
+                                : "no token has this dimension: a value landed in the wrong one");
+          break;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(PagedAttentionV1, ConstantQueryLeavesOnlyTheKeysToRead) {
+  // Every query of the batch is one constant vector: then the dot product of a key with any vec
+  // of the query, in any order, is the same, so where and in what order the query was loaded
+  // (TODO 1) cannot change the logits, and everything after it still can: the kv head, the keys'
+  // x-chunks, the group's butterfly, the scale and the mask (TODO 2), and the rest of the kernel.
+  // With k ~ N(0, 1) and scale 1/sqrt(head_size), the logits scale * 4 * sum_d k_t[d] spread
+  // like N(0, 4^2), the same spread as the other tests'.
+  for (const auto& [head_size, block_size] : {std::pair{128, 8}, std::pair{96, 16}}) {
+    Config c;
+    c.dtype = DType::kFloat32;
+    c.head_size = head_size;
+    c.block_size = block_size;
+    c.num_heads = 4;
+    c.num_kv_heads = 2;
+    c.seq_lens = {1, block_size + 1, 9 * block_size + 5};
+    SCOPED_TRACE(pa::testing::describe(c));
+    Rng rng(951 + static_cast<std::uint64_t>(block_size));
+    Problem p = make_problem(rng, c);
+    p.q.setConstant(4.0);  // exact in every dtype
+    p.query = pa::testing::to_tensor(c.dtype, p.q, {p.num_seqs(), c.num_heads, c.head_size});
+    EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+    const Mat got = run(GetParam(), p);
+    const Tolerance tol = tolerance(c.dtype);
+    EXPECT_TRUE(AllClose(pa::testing::expected_decode(p), got, tol.atol, tol.rtol,
+                         pa::testing::decode_labels(c.num_heads)))
+        << "every query is the same constant vector here, so the query's load cannot matter: "
+           "the logits are wrong after it — the kv head (TODO 0), the keys' x-chunks, the "
+           "group's butterfly, the scale or the mask (TODO 2) — or a later step is";
+  }
 }
 
 /// [test_gqa]

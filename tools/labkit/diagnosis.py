@@ -325,21 +325,36 @@ def report_lines(detail: str, name: str) -> list[int]:
 
 def report_line(detail: str, name: str, lines: list[str] | None = None) -> int | None:
     """The line of the file `name` (its text: `lines`) that a report is about. For a race, the
-    earlier in the file of the accesses it names inside the kernel the race is in (the barrier or
-    wait that would order them is missing after the first of them, and only the kernel's own body
-    can hold one: a line in a helper it calls, such as a copy, is where an access was issued, not
-    where the order belongs); otherwise the first line of that file it names. None when it names
-    none."""
+    line of its write, when one of its two accesses writes and the other reads: the barrier that
+    is missing belongs to the step that writes (after a write that others then read — the step
+    publishes its result —, or before a write over what others are still reading — the step
+    reuses a buffer too soon); for two writes, or a copy that has not landed, the earlier in the
+    file of the accesses. Only lines inside the kernel the race is in count (a line in a helper
+    it calls, such as a copy, is where an access was issued, not where the order belongs).
+    Otherwise the first line of that file it names. None when it names none."""
     numbers = report_lines(detail, name)
     if not numbers:
         return None
     race = re.search(r"\bsimt: race in (\w+)", detail)
     if not race:
         return numbers[0]
-    if lines is not None:
-        own = [n for n in numbers if hints.place_of_line(lines, n)[0] == race.group(1)]
-        numbers = own or numbers
-    return min(numbers)
+
+    def own(found: list[int]) -> list[int]:
+        if lines is None:
+            return found
+        return [n for n in found if hints.place_of_line(lines, n)[0] == race.group(1)] or found
+
+    current, sep, previous = detail.partition(", which ")
+    previous = previous.split(", with no barrier")[0].split(", and nothing orders")[0]
+    if sep:
+        cur_writes = " writes " in current
+        prev_writes = bool(re.search(r" (wrote|updated atomically) at ", previous))
+        prev_reads = " read at " in previous
+        if cur_writes != prev_writes and (prev_writes or prev_reads):
+            writer = report_lines(current if cur_writes else previous, name)
+            if writer:
+                return min(own(writer))
+    return min(own(numbers))
 
 
 def step_of_lines(steps: list[hints.Step], lines: list[str], name: str,

@@ -383,7 +383,7 @@ def checker_finding(detail: str) -> bool:
 
 def checker_hint(lab: Lab, detail: str, root: Path = ROOT) -> str:
     """For a memory-checker finding: the step of the student's file that owns the line the report
-    is about (for a race, the earlier of its accesses inside the kernel; else the first of the
+    is about (for a race, its write inside the kernel (diagnosis.report_line); else the first of the
     lab's lines it names) ("starter.cpp:216 is in TODO 3: For each tile ..."), so the hint
     points where the bug is rather than at what the failing test was about. "" when the report
     names no line of the lab's own files."""

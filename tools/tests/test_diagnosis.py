@@ -245,15 +245,21 @@ class Rule(unittest.TestCase):
                                self.cat)
         self.assertEqual((d.first.key, d.step.id, d.located), ("S.Wide", "attention.5", True))
 
-    def test_a_race_names_the_earlier_of_its_two_lines(self):
-        # The barrier that would order the two accesses is missing after the first of them in
-        # the file: the step that owns that one must publish (or finish reading) first.
+    def test_a_race_names_the_line_of_its_write(self):
+        # The missing barrier belongs to the step that writes: after a write others then read
+        # (it publishes its result), or before a write over what others still read (it reuses
+        # the buffer too soon). Two writes: the earlier line, where the first must be ordered.
         race = ("simt: race in k, block (0, 0, 0): thread 2 writes static __shared__ memory at "
                 "bug.cpp:138, which thread 0 read at device_helpers.cuh:49 (inlined at "
                 "bug.cpp:166), with no barrier between them")
         self.assertEqual(diagnosis.report_line(race, "bug.cpp"), 138)
-        later_first = race.replace("bug.cpp:138", "bug.cpp:190")
-        self.assertEqual(diagnosis.report_line(later_first, "bug.cpp"), 166)
+        reuse_later = race.replace("bug.cpp:138", "bug.cpp:190")
+        self.assertEqual(diagnosis.report_line(reuse_later, "bug.cpp"), 190)
+        publish = ("simt: race in k, block (0, 0, 0): thread 5 reads static __shared__ memory at "
+                   "bug.cpp:90, which thread 0 wrote at bug.cpp:120, with no barrier between them")
+        self.assertEqual(diagnosis.report_line(publish, "bug.cpp"), 120)
+        two_writes = publish.replace(" reads ", " writes ")
+        self.assertEqual(diagnosis.report_line(two_writes, "bug.cpp"), 90)
         bounds = "simt: out of bounds in k: thread 3 reads at bug.cpp:90 (inlined at bug.cpp:40)"
         self.assertEqual(diagnosis.report_line(bounds, "bug.cpp"), 90)
         self.assertIsNone(diagnosis.report_line(race, "starter.cpp"))
