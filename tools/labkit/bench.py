@@ -539,8 +539,8 @@ def run(args, impl: str, picked: list[Lab], with_bench: list[Lab], build: Path, 
     dated = f"{where} · {time.strftime('%Y-%m-%d')}"
     # How busy the machine was when the timing began: on a shared machine the figures are only
     # as good as that, so it is printed and kept with them.
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    print(f"tools/lab bench: {dated} · load average {load} (1, 5, 15 min)")
+    load_avg = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    print(f"tools/lab bench: {dated} · load average {load_avg} (1, 5, 15 min)")
     status = 0
     summary = []
     for lab in picked:
@@ -574,7 +574,7 @@ def run(args, impl: str, picked: list[Lab], with_bench: list[Lab], build: Path, 
                     shutil.copy(svg, BOOK / f"bench_{svg.name}")
     if args.book:
         BOOK.mkdir(parents=True, exist_ok=True)
-        (BOOK / "machine.txt").write_text(f"{dated}\nload average at the start: {load} "
+        (BOOK / "machine.txt").write_text(f"{dated}\nload average at the start: {load_avg} "
                                           f"(1, 5, 15 min)\n")
     print(f"\n== summary ({dated})")
     for lab, what, figure, met in summary:
