@@ -8,6 +8,8 @@ the browser check adds Debian's Selenium.
   book's sources (it ends the table; the rows after it print as literal text).
 - reader_text_check: the prose of every page (code and formulas left out) holds no literal
   Markdown table syntax, no snippet marker ("[backend]") and no commit hash.
+- table_caption_check: every table of a chapter has a numbered caption (a `Table: ` paragraph
+  above it, which docs/tidy_html.py numbers), and no `Table:` paragraph is left without its table.
 - figure_text_check: no text in a figure smaller than 11 px at the column width, at 1400 px and
   at a 900 px window (where book.css folds the sidebar away): the SVG's font size times the
   scale the figure is drawn at.
@@ -311,6 +313,40 @@ def reader_text_check(html_dir: Path, pages: list[str]) -> list[str]:
                 problems.append(f"{file}: snippet marker {m.group(0)} in the text: \"{short}\"")
             for m in COMMIT_HASH.finditer(line):
                 problems.append(f"{file}: a commit hash ({m.group(0)}) in the text: \"{short}\"")
+    return problems
+
+
+# Tables have numbered captions (docs/tidy_html.py turns a `Table: ` paragraph directly above a
+# table into "Table 7.2. ..."): a chapter's table without one cannot be referred to by number, and a
+# `Table:` paragraph left in the text is a caption whose table did not follow it.
+UNCAPTIONED_TABLE = re.compile(r'<table class="(?:markdownTable|book-tests)">\s*<tr[^>]*>(.*?)</tr>', re.S)
+TAG = re.compile(r"<[^>]+>")
+# Chapters whose tables may still go without a caption (say, while another branch writes them):
+# empty, so the rule holds for every chapter. A test table gets its caption from
+# docs/doxygen_filter.py when its chapter gives it none.
+CAPTIONS_PENDING: frozenset[str] = frozenset()
+
+
+def table_caption_check(html_dir: Path, pages: list[str],
+                        pending: frozenset[str] = CAPTIONS_PENDING) -> list[str]:
+    """Every table of a chapter page (lab_NN.html, NN not in `pending`) has a caption, and no
+    page shows a `Table:` paragraph (a caption no table follows)."""
+    problems: list[str] = []
+    for file in pages:
+        for line in reader_text(html_dir / file):
+            if re.match(r"Table:\s", line):
+                short = line if len(line) <= 90 else line[:89] + "…"
+                problems.append(f"{file}: a `Table:` caption with no table directly below it "
+                                f"(a blank line, then the table): \"{short}\"")
+        chapter = re.fullmatch(r"lab_(\d\d)\.html", file)
+        if not chapter or chapter.group(1) in pending:
+            continue
+        text = (html_dir / file).read_text(encoding="utf-8", errors="replace")
+        for m in UNCAPTIONED_TABLE.finditer(text):
+            cells = TAG.sub("", re.sub(r"</t[hd]>", "|", m.group(1))).split("|")
+            header = " | ".join(c.strip() for c in cells if c.strip())
+            problems.append(f"{file}: a table without a caption (header: {header[:80]}): write "
+                            f"a paragraph `Table: what it shows.` above it, a blank line between")
     return problems
 
 
@@ -945,6 +981,17 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
     if not problems:
         print(f"  ok: {len(pages)} pages with no literal table syntax, snippet marker or commit "
               f"hash in their text")
+    count += len(problems)
+
+    print("== Table captions")
+    problems = table_caption_check(html_dir, pages)
+    for p in problems:
+        print(f"  FAIL {p}")
+    if not problems:
+        waiting = f" (not yet required in labs {', '.join(sorted(CAPTIONS_PENDING))})" \
+            if CAPTIONS_PENDING else ""
+        print(f"  ok: every chapter's table has a numbered caption{waiting}; every `Table:` "
+              f"caption is above its table")
     count += len(problems)
 
     print("== Link check")

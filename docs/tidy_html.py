@@ -19,6 +19,15 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   any page. A reference to a figure no chapter shows stops the build.
 - A chapter's display formulas are numbered per chapter too, (7.1), (7.2), ..., by a \\tag that
   MathJax's AMS extension draws at the right margin.
+- Tables with a caption are numbered too. In the Markdown, a paragraph that starts with
+  `Table: ` directly above a table (a blank line between) is its caption; it becomes
+  "Table 7.2. caption" above the table, numbered per chapter in order. The introduction and the
+  other front matter (setup, conventions) share number 0, in the sidebar's order; an appendix
+  uses its letter ("Table C.1", from its title "Appendix C — ..." or "A.3 ..."). The table gets
+  the anchor tab-<chapter>-<n> ("tab-7-2"), or tab-NAME where the caption starts with
+  `{tab:NAME}` (`Table: {tab:lab07_smem} Shared memory per block.`), and the text refers to a
+  named one as {{tab:NAME}}, which becomes a link "Table 7.2". A reference to no table stops the
+  build; a `Table:` paragraph that no table follows is left as it is, for book_check to report.
 Standard library only; a page is rewritten only when something changed.
 """
 from __future__ import annotations
@@ -102,6 +111,78 @@ def number_formulas(name: str, text: str) -> str:
     return DISPLAY_FORMULA.sub(tag, text)
 
 
+# A caption paragraph as Doxygen writes it, directly followed by its table: a Markdown table, or
+# a chapter's test table that docs/doxygen_filter.py wrote as HTML. The caption may not run past
+# its own paragraph.
+TABLE_CAPTION = re.compile(r'<p[^>]*>Table:\s+(?:\{tab:([\w.-]+)\}\s*)?((?:(?!</p>).)*?)\s*</p>\s*'
+                           r'<table class="(markdownTable|book-tests)">', re.S)
+TABLE_REFERENCE = re.compile(r"\{\{tab:([\w.-]+)\}\}")
+PAGE_TITLE = re.compile(r'<div class="title">([^<]*)</div>')
+APPENDIX_TITLE = re.compile(r"Appendix ([A-Z])\b|([A-Z])\.\d+ ")
+
+
+def table_chapter(name: str, text: str) -> str:
+    """The chapter number or appendix letter a page's tables are numbered under: "7" for
+    lab_07.html, "C" for Appendix C (and "A" for its part pages "A.3 ..."), "0" for the
+    introduction and the rest of the front matter."""
+    chapter = CHAPTER_PAGE.match(name)
+    if chapter and chapter.group(1):
+        return str(int(chapter.group(1)))
+    title = PAGE_TITLE.search(text)
+    appendix = APPENDIX_TITLE.match(title.group(1).strip()) if title else None
+    return (appendix.group(1) or appendix.group(2)) if appendix else "0"
+
+
+def number_tables(pages: dict[str, str], order: list[str] | None = None) -> dict[str, str]:
+    """Turns each `Table:` caption paragraph above a table into a numbered caption and resolves
+    every {{tab:NAME}} on every page to a link to it; `pages` maps a page's file name to its
+    HTML, `order` is the sidebar's reading order (pages not in it come after, by name). Raises
+    ValueError naming the page, for a reference to no table or a name given twice."""
+    order = order or []
+    ranked = sorted(pages, key=lambda n: (order.index(n) if n in order else len(order), n))
+    counts: dict[str, int] = {}
+    anchors: dict[str, tuple[str, str]] = {}  # NAME -> (page, "N.M")
+    out: dict[str, str] = {}
+    for name in ranked:
+        chapter = table_chapter(name, pages[name])
+
+        def caption(m: re.Match) -> str:
+            counts[chapter] = counts.get(chapter, 0) + 1
+            number = f"{chapter}.{counts[chapter]}"
+            anchor = f"tab-{m.group(1)}" if m.group(1) else f"tab-{chapter}-{counts[chapter]}"
+            if m.group(1):
+                if m.group(1) in anchors:
+                    raise ValueError(f"{name}: {{tab:{m.group(1)}}} names a second table")
+                anchors[m.group(1)] = (name, number)
+            return (f'<div class="book-table-caption" id="{anchor}">'
+                    f'<span class="book-tabnum">Table {number}.</span> {m.group(2)}</div>\n'
+                    f'<table class="{m.group(3)}" aria-labelledby="{anchor}">')
+        out[name] = TABLE_CAPTION.sub(caption, pages[name])
+    for name, text in out.items():
+        def link(reference: re.Match) -> str:
+            table = reference.group(1)
+            if table not in anchors:
+                raise ValueError(f"{name}: {{{{tab:{table}}}}} refers to no table (a caption "
+                                 f"that starts with {{tab:{table}}})")
+            page, number = anchors[table]
+            href = f"#tab-{table}" if page == name else f"{page}#tab-{table}"
+            return f'<a href="{href}">Table {number}</a>'
+        out[name] = TABLE_REFERENCE.sub(link, text)
+    return {name: out[name] for name in pages}
+
+
+def sidebar_order(html_dir: Path) -> list[str]:
+    """The pages of Doxygen's sidebar (navtreedata.js) in reading order; [] without one."""
+    path = html_dir / "navtreedata.js"
+    if not path.is_file():
+        return []
+    order: list[str] = []
+    for page in re.findall(r'"([\w.-]+\.html)(?:#[^"]*)?"', path.read_text(encoding="utf-8")):
+        if page not in order:
+            order.append(page)
+    return order
+
+
 def _keep_together(m: re.Match) -> str:
     if not m.group(1) and not m.group(3):
         return m.group(0)
@@ -125,8 +206,9 @@ def main(argv: list[str]) -> int:
     paths = sorted(Path(argv[0]).glob("*.html"))
     before = {page.name: page.read_text(encoding="utf-8") for page in paths}
     try:
-        numbered = number_figures({name: number_formulas(name, tidy(text))
-                                   for name, text in before.items()})
+        numbered = number_tables(number_figures({name: number_formulas(name, tidy(text))
+                                                 for name, text in before.items()}),
+                                 sidebar_order(Path(argv[0])))
     except ValueError as e:
         print(f"tidy_html: {e}", file=sys.stderr)
         return 1

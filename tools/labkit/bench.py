@@ -13,7 +13,15 @@ decode batches named by their shape (seqs × tokens, heads/kv heads); those are 
 per batch, with the H100 targets of labs 06 and 07 beside them. Results land in
 build/bench/labNN.json, plots in build/bench/labNN.svg (token sweeps) and labNN_batches.svg (GPU
 batches); --book also copies the plots and a description of the machine into
-docs/figures/bench/ for the chapters."""
+docs/figures/bench/ for the chapters.
+
+On a machine shared with other work one run of a benchmark is one sample of a noisy quantity:
+--repetitions N runs each benchmark N times (Google Benchmark's --benchmark_repetitions, with
+the repetitions of all benchmarks randomly interleaved, so that a burst of load on the machine
+spreads over several series instead of hitting every repetition of one). The summary, the
+targets and the plots then use each benchmark's median, and the summary prints the range
+(min–max) of the N beside it; the plots draw the range as error bars. The default, one run, is
+what CI runs: it proves that every benchmark builds and runs, and measures nothing."""
 from __future__ import annotations
 
 import json
@@ -21,6 +29,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import time
 from collections import defaultdict
@@ -72,6 +81,78 @@ def load(path: Path) -> tuple[list[dict], dict]:
     report = json.loads(path.read_text())
     runs = [b for b in report.get("benchmarks", []) if b.get("run_type", "iteration") == "iteration"]
     return runs, report.get("context", {})
+
+
+# Fields of a Google Benchmark run that number or count the runs rather than measure anything.
+BOOKKEEPING = {"family_index", "per_family_instance_index", "repetitions", "repetition_index",
+               "threads", "iterations"}
+
+
+def medians(runs: list[dict]) -> list[dict]:
+    """One run per benchmark. A benchmark repeated (--benchmark_repetitions: several iteration
+    runs of one name) becomes one run whose times, rates and counters are the median of its
+    repetitions', with `repetitions` (how many) and `spread` (field -> (min, max)) added; a
+    benchmark run once is left as it is, and so is a repetition that errored (it says why)."""
+    groups: dict[str, list[dict]] = {}
+    for r in runs:
+        groups.setdefault(r.get("run_name", r["name"]), []).append(r)
+    out = []
+    for name, group in groups.items():
+        failed = [r for r in group if r.get("error_occurred")]
+        if len(group) == 1 or failed:
+            out.append(failed[0] if failed else group[0])
+            continue
+        merged = dict(group[0])
+        merged["name"] = name
+        merged["repetitions"] = len(group)
+        merged["spread"] = {}
+        for key, value in group[0].items():
+            if key in BOOKKEEPING or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            values = [r[key] for r in group if isinstance(r.get(key), (int, float))]
+            merged[key] = statistics.median(values)
+            merged["spread"][key] = (min(values), max(values))
+        out.append(merged)
+    return out
+
+
+def spread(run: dict, key: str) -> tuple[float, float] | None:
+    """(min, max) of `key` over a benchmark's repetitions, or None for a single run."""
+    return run.get("spread", {}).get(key)
+
+
+def seconds_range(run: dict) -> tuple[float, float] | None:
+    """(fastest, slowest) wall time of a benchmark's repetitions, in seconds."""
+    r = spread(run, "real_time")
+    return (seconds({**run, "real_time": r[0]}), seconds({**run, "real_time": r[1]})) if r else None
+
+
+def gbps_range(run: dict) -> tuple[float, float] | None:
+    r = spread(run, "bytes_per_second")
+    return (r[0] / 1e9, r[1] / 1e9) if r else None
+
+
+def time_ratio(num: dict, den: dict) -> str:
+    """num's time over den's, as "1.32x": the ratio of the medians; after repetitions, in
+    brackets the range it can take given both ranges (num's fastest over den's slowest, to
+    num's slowest over den's fastest): wide on a noisy machine, and honestly so."""
+    text = f"{seconds(num) / seconds(den):.2f}x"
+    a, b = seconds_range(num), seconds_range(den)
+    if a or b:
+        a, b = a or (seconds(num),) * 2, b or (seconds(den),) * 2
+        text += f" ({a[0] / b[1]:.2f}–{a[1] / b[0]:.2f})"
+    return text
+
+
+def rate_ratio(num: dict, den: dict) -> str:
+    """num's GB/s over den's (over the same bytes: den's time over num's), as "1.32x", with
+    the range both ranges allow after repetitions, as time_ratio gives it."""
+    text = f"{gbps(num) / gbps(den):.2f}x"
+    a, b = gbps_range(num), gbps_range(den)
+    if a or b:
+        a, b = a or (gbps(num),) * 2, b or (gbps(den),) * 2
+        text += f" ({a[0] / b[1]:.2f}–{a[1] / b[0]:.2f})"
+    return text
 
 
 def seconds(run: dict) -> float:
@@ -166,9 +247,10 @@ def targets(lab: str, runs: list[dict], gpu: str | None = None) -> list[tuple[st
 
     if t.get("BM_GatherShuffled") and t.get("BM_ReadContiguous"):
         top = max(set(t["BM_GatherShuffled"]) & set(t["BM_ReadContiguous"]))
-        tax = seconds(t["BM_GatherShuffled"][top]) / seconds(t["BM_ReadContiguous"][top])
+        # From the rates, like the table: Google Benchmark derives them from CPU time unless a
+        # series asks for wall time, and on a loaded machine the two differ several times over.
         out.append((f"gather tax at {int(top)} tokens (shuffled table / contiguous time)",
-                    f"{tax:.2f}x", None))
+                    rate_ratio(t["BM_ReadContiguous"][top], t["BM_GatherShuffled"][top]), None))
     if t.get("BM_PagedOnlineAttention"):
         top = max(t["BM_PagedOnlineAttention"])
         r = ratio_at("BM_PagedOnlineAttention", top)
@@ -184,12 +266,12 @@ def targets(lab: str, runs: list[dict], gpu: str | None = None) -> list[tuple[st
         common = sorted(set(one) & set(two))
         speedup = {n: seconds(one[n]) / seconds(two[n]) for n in common}
         top = common[-1]
-        out.append((f"2 threads vs 1 at {int(top)} tokens", f"{speedup[top]:.2f}x",
+        out.append((f"2 threads vs 1 at {int(top)} tokens", time_ratio(one[top], two[top]),
                     speedup[top] >= 1.6))
         r1, r2 = t.get("BM_BaselineRead", {}).get(top), t.get("BM_BaselineReadTwoThreads", {}).get(top)
         if r1 and r2:
             out.append((f"reference: 2-thread / 1-thread plain read at {int(top)} tokens",
-                        f"{seconds(r1) / seconds(r2):.2f}x", None))
+                        time_ratio(r1, r2), None))
         crossover = next((n for i, n in enumerate(common)
                           if all(speedup[m] > 1.0 for m in common[i:])), None)
         out.append(("crossover: 2 threads faster from", f"{int(crossover)} tokens"
@@ -204,7 +286,7 @@ def targets(lab: str, runs: list[dict], gpu: str | None = None) -> list[tuple[st
             rows = d["key_rows"] / r["key_rows"]
             out.append((f"cascade, {int(r['tokens'])}-token contexts: key rows dense / shared",
                         f"{rows:.1f}x ({int(d['key_rows'])} / {int(r['key_rows'])}), "
-                        f"time {seconds(d) / seconds(r):.2f}x", rows >= 6))
+                        f"time {time_ratio(d, r)}", rows >= 6))
     # The runs over decode batches (timed against the same-run read roofline, pa/bench.hpp
     # time_against_roofline; above 100 % the benchmark itself fails) are in print_batches' table;
     # here, only what is held against a target.
@@ -274,21 +356,31 @@ def print_summary(lab: Lab, runs: list[dict], gpu: str | None = None) -> list[tu
     t = by_series(runs)
     base = t.get("BM_BaselineRead", {})
     names = sorted(t, key=lambda s: (is_yardstick(s), s))
+    repeated = max((r.get("repetitions", 1) for pts in t.values() for r in pts.values()), default=1)
+    width = 36 if repeated > 1 else 24
     if names:
-        print(f"  {'tokens':>8}  " + "  ".join(f"{n[3:]:>24}" for n in names))
+        print(f"  {'tokens':>8}  " + "  ".join(f"{n[3:]:>{width}}" for n in names))
         for n_tok in sorted({k for s in t.values() for k in s}):
             cells = []
             for s in names:
                 r = t[s].get(n_tok)
                 if not r:
-                    cells.append(f"{'':>24}")
+                    cells.append(f"{'':>{width}}")
                     continue
-                g = gbps(r)
+                g, g_range = gbps(r), gbps_range(r)
                 b = base.get(n_tok)
                 ratio = f" ({100 * g / gbps(b):3.0f}%)" if g and b and gbps(b) else ""
-                cells.append(f"{(f'{g:.2f} GB/s' if g else f'{seconds(r) * 1e6:.1f} µs') + ratio:>24}")
+                if g:
+                    cell = f"{g:.2f} GB/s" + (f" [{g_range[0]:.2f}–{g_range[1]:.2f}]"
+                                              if g_range else "")
+                else:
+                    cell = f"{seconds(r) * 1e6:.1f} µs"
+                cells.append(f"{cell + ratio:>{width}}")
             print(f"  {int(n_tok):>8}  " + "  ".join(cells))
-        print("  (GB/s of K and V read; in brackets: the fraction of BM_BaselineRead at that size)")
+        print("  (GB/s of K and V read" + (f": the median of {repeated} runs, in square "
+                                           f"brackets their range (min–max)" if repeated > 1
+                                           else "") +
+              "; in brackets: the fraction of BM_BaselineRead at that size)")
     print_batches(runs)
     lines = targets(lab.number, runs, gpu)
     for what, figure, met in lines:
@@ -315,15 +407,23 @@ def plot(lab: Lab, runs: list[dict], svg: Path, where: str) -> bool:
     data = svg.with_suffix(".dat")
     blocks, plots = [], []
     for i, (s, pts) in enumerate(sorted(t.items(), key=lambda kv: (is_yardstick(kv[0]), kv[0]))):
-        blocks.append(f"# {s}\n" + "\n".join(f"{int(n)} {gbps(r):.4f}" for n, r in sorted(pts.items())))
+        # tokens, median GB/s, then the range of the repetitions (the median twice after one run).
+        rows = []
+        for n, r in sorted(pts.items()):
+            low, high = gbps_range(r) or (gbps(r), gbps(r))
+            rows.append(f"{int(n)} {gbps(r):.4f} {low:.4f} {high:.4f}")
+        blocks.append(f"# {s}\n" + "\n".join(rows))
+        ranged = any(gbps_range(r) for r in pts.values())
         grey = "#444444" if s in ("BM_BaselineRead", "BM_GpuReadRoofline") else "#999999"
         # Each yardstick its own dash, so two greys never look alike.
         dash = YARDSTICK_DASHES.get(s, "2")
         if is_yardstick(s):
-            style = f"lines dashtype {dash} lw 2 lc rgb '{grey}'"
+            style, columns = f"lines dashtype {dash} lw 2 lc rgb '{grey}'", "1:2"
+        elif ranged:  # the median joined by lines, each point's range as an error bar
+            style, columns = "yerrorlines lw 2 pt 7", "1:2:3:4"
         else:
-            style = "linespoints lw 2 pt 7"
-        plots.append(f"'{data}' index {i} using 1:2 with {style} title '{s[3:]}'")
+            style, columns = "linespoints lw 2 pt 7", "1:2"
+        plots.append(f"'{data}' index {i} using {columns} with {style} title '{s[3:]}'")
     data.write_text("\n\n\n".join(blocks) + "\n")
     # The token counts as the book writes them, with thousands separators (16,384).
     tokens = sorted({int(n) for pts in t.values() for n in pts})
@@ -429,8 +529,18 @@ def run(args, impl: str, picked: list[Lab], with_bench: list[Lab], build: Path, 
     # same figure until it is measured again. The date goes to the console and machine.txt.
     where = (f"{machine()}{f' + {gpu}' if gpu else ''} · {impl}s"
              f"{', -march=native' if flags else ''}")
+    repetitions = getattr(args, "repetitions", 1) or 1
+    # The console shows each benchmark's aggregates (mean, median, stddev, cv); the JSON keeps
+    # every repetition, which medians() reduces.
+    repeat = [f"--benchmark_repetitions={repetitions}", "--benchmark_enable_random_interleaving=true",
+              "--benchmark_display_aggregates_only=true"] if repetitions > 1 else []
+    if repetitions > 1:
+        where += f" · median of {repetitions} runs"
     dated = f"{where} · {time.strftime('%Y-%m-%d')}"
-    print(f"tools/lab bench: {dated}")
+    # How busy the machine was when the timing began: on a shared machine the figures are only
+    # as good as that, so it is printed and kept with them.
+    load_avg = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    print(f"tools/lab bench: {dated} · load average {load_avg} (1, 5, 15 min)")
     status = 0
     summary = []
     for lab in picked:
@@ -446,12 +556,13 @@ def run(args, impl: str, picked: list[Lab], with_bench: list[Lab], build: Path, 
         result = OUT / f"{lab.target}.json"
         done = cmake.run([build / f"{lab.target}_bench", "--benchmark_format=console",
                             f"--benchmark_out={result}", "--benchmark_out_format=json",
-                            f"--benchmark_min_time={args.min_time}"])
+                            f"--benchmark_min_time={args.min_time}", *repeat])
         if done.returncode != 0 or not result.exists():
             print(f"Lab {lab.number}: the benchmark program failed ({done.returncode})")
             status = 1
             continue
         runs, _ = load(result)
+        runs = medians(runs)
         lines = print_summary(lab, runs, gpu)
         summary += [(lab, *line) for line in lines]
         for svg, draw in ((OUT / f"{lab.target}.svg", plot),
@@ -463,7 +574,8 @@ def run(args, impl: str, picked: list[Lab], with_bench: list[Lab], build: Path, 
                     shutil.copy(svg, BOOK / f"bench_{svg.name}")
     if args.book:
         BOOK.mkdir(parents=True, exist_ok=True)
-        (BOOK / "machine.txt").write_text(dated + "\n")
+        (BOOK / "machine.txt").write_text(f"{dated}\nload average at the start: {load_avg} "
+                                          f"(1, 5, 15 min)\n")
     print(f"\n== summary ({dated})")
     for lab, what, figure, met in summary:
         flag = "" if met is None else ("target met" if met else "target NOT met")

@@ -11,8 +11,9 @@ Students
   watch NN                                re-grade lab NN each time a file in its room is saved
   hint NN [STEP] [--reset]                the steps of lab NN; with STEP, one more hint level each
                                           time (the idea, the invariant, the shape of the code)
-  bench [NN ...]                          time the labs (Google Benchmark) against this machine's
+  bench [NN ...] [--repetitions N]        time the labs (Google Benchmark) against this machine's
                                           memory bandwidth; JSON, a summary and one SVG plot per lab
+                                          (--repetitions: the median and range of N runs each)
   docs [--check]                          build the book (and check its links and pages)
 Instructors (need solutions/)
   test                                    build the solutions and run every test
@@ -255,6 +256,9 @@ def parser() -> argparse.ArgumentParser:
                    help="time the starters or the solutions (default: solutions if present)")
     p.add_argument("--min-time", type=float, default=0.2,
                    help="Google Benchmark's minimum seconds per benchmark (0.2)")
+    p.add_argument("--repetitions", type=int, default=1, metavar="N",
+                   help="run each benchmark N times, randomly interleaved, and report the median "
+                        "and the range (min–max) of the N (default 1: one run, as CI does)")
     p.add_argument("--book", action="store_true",
                    help="also copy the plots and the machine's description into docs/figures/bench")
     p.add_argument("--ptxas", action="store_true",

@@ -158,13 +158,48 @@ class BookChecksTest(unittest.TestCase):
         self.assertIn("small.svg", problems[0])
         self.assertIn("smaller than 9 px", problems[0])
 
+    # -- table captions --
+    TABLE = '<table class="markdownTable">\n<tr class="markdownTableHead">\n<th>file </th><th>what it is </th></tr>\n<tr><td>a</td><td>b</td></tr></table>'
+
+    def test_a_chapter_table_without_a_caption_is_reported(self):
+        self.site.page("lab_01.html", "<p>The files:</p>" + self.TABLE)
+        problems = check.table_caption_check(self.site.dir, self.site.pages, frozenset())
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("lab_01.html: a table without a caption (header: file | what it is)",
+                      problems[0])
+
+    def test_a_test_table_without_a_caption_is_reported(self):
+        self.site.page("lab_02.html", '<table class="book-tests"><tr><th>what it pins</th></tr>'
+                                      '</table>')
+        problems = check.table_caption_check(self.site.dir, self.site.pages, frozenset())
+        self.assertEqual(len(problems), 1, problems)
+
+    def test_captioned_tables_front_matter_and_pending_chapters_pass(self):
+        captioned = ('<div class="book-table-caption" id="tab-1-1"><span class="book-tabnum">'
+                     'Table 1.1.</span> The files.</div>\n' + self.TABLE.replace(
+                         '">', '" aria-labelledby="tab-1-1">', 1))
+        self.site.page("lab_01.html", captioned)
+        self.site.page("glossary.html", self.TABLE)  # outside a chapter a caption is optional
+        self.site.page("lab_06.html", self.TABLE)  # a chapter whose captions are pending
+        self.assertEqual(check.table_caption_check(self.site.dir, self.site.pages,
+                                                   frozenset({"06"})), [])
+
+    def test_a_caption_with_no_table_below_it_is_reported(self):
+        self.site.page("conventions.html", "<p>Table: The names.</p><p>Some text.</p>"
+                                           + self.TABLE)
+        problems = check.table_caption_check(self.site.dir, self.site.pages, frozenset())
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("conventions.html: a `Table:` caption with no table directly below it",
+                      problems[0])
+
     def test_the_whole_check_fails_on_a_planted_site(self):
         """run_checks (what `tools/lab docs --check` runs), without the browser: a site with one
         defect of each reader class fails, naming each."""
         self.site.page("index.html", "<p>Welcome.</p>")
         self.site.svg("tiny.svg", '<text x="1" y="1" font-size="7">x</text>')
         self.site.page("lab_01.html", '<p>| a | b |</p><p>see [backend] at 0123abc</p>'
-                                      '<div class="image"><object data="tiny.svg"></object></div>')
+                                      '<div class="image"><object data="tiny.svg"></object></div>'
+                                      '<p>Table: lost.</p>' + self.TABLE)
         repo = self.tmp / "repo"
         (repo / "labs" / "01-x").mkdir(parents=True)
         (repo / "labs" / "01-x" / "README.md").write_text(
@@ -176,7 +211,8 @@ class BookChecksTest(unittest.TestCase):
         self.assertGreater(count, 0)
         for what in ("inside a Markdown table", "literal Markdown table syntax",
                      "snippet marker [backend]", "commit hash (0123abc)",
-                     "smaller than 11 px"):
+                     "smaller than 11 px", "a table without a caption",
+                     "a `Table:` caption with no table"):
             self.assertIn(what, text)
 
 
@@ -260,6 +296,100 @@ class FigureNumbersTest(unittest.TestCase):
     def test_a_reference_to_no_figure_stops_the_build(self):
         with self.assertRaisesRegex(ValueError, "lab_06.html: .*lab07_tile"):
             _load_tidy().number_figures({"lab_06.html": "see {{fig:lab07_tile}}"})
+
+
+class TableNumbersTest(unittest.TestCase):
+    """docs/tidy_html.py turns `Table: ` paragraphs into numbered captions and resolves
+    {{tab:NAME}} references."""
+
+    TABLE = '<table class="markdownTable">\n<tr><th>a</th></tr></table>'
+
+    @staticmethod
+    def page(title: str, body: str) -> str:
+        return f'<div class="headertitle"><div class="title">{title}</div></div>{body}'
+
+    def test_tables_are_numbered_per_chapter_appendix_and_front_matter(self):
+        number_tables = _load_tidy().number_tables
+        cap = lambda text: f"<p >Table: {text}</p>\n"  # noqa: E731
+        pages = {
+            "lab_07.html": self.page("Lab 07 — GQA", cap("First.") + self.TABLE + "<p>x</p>"
+                                     + cap("{tab:lab07_smem} Shared memory,\nper block.")
+                                     + self.TABLE + "<p>see {{tab:lab07_smem}}</p>"),
+            "lab_06.html": self.page("Lab 06 — Split", "<p>as {{tab:lab07_smem}}</p>"
+                                     + cap("Tests.") + '<table class="book-tests">'),
+            "glossary.html": self.page("Appendix B — Glossary", cap("Terms.") + self.TABLE),
+            "given_code_lab01.html": self.page("A.1 Lab 01", cap("Files.") + self.TABLE),
+            "index.html": self.page("Introduction", cap("Labs.") + self.TABLE),
+            "setup.html": self.page("Setup", cap("Presets.") + self.TABLE),
+            "conventions.html": self.page("Conventions", cap("Names.") + self.TABLE),
+        }
+        out = number_tables(pages, ["index.html", "setup.html", "conventions.html"])
+        lab07 = out["lab_07.html"]
+        self.assertIn('<div class="book-table-caption" id="tab-7-1"><span class="book-tabnum">'
+                      'Table 7.1.</span> First.</div>\n<table class="markdownTable" '
+                      'aria-labelledby="tab-7-1">', lab07)
+        self.assertIn('id="tab-lab07_smem"><span class="book-tabnum">Table 7.2.</span> '
+                      'Shared memory,\nper block.</div>', lab07)
+        self.assertIn('see <a href="#tab-lab07_smem">Table 7.2</a>', lab07)
+        self.assertIn('as <a href="lab_07.html#tab-lab07_smem">Table 7.2</a>', out["lab_06.html"])
+        self.assertIn('Table 6.1.</span> Tests.</div>\n<table class="book-tests"',
+                      out["lab_06.html"])
+        self.assertIn("Table B.1.", out["glossary.html"])
+        self.assertIn("Table A.1.", out["given_code_lab01.html"])
+        # The front matter shares chapter 0, in the sidebar's order.
+        self.assertIn("Table 0.1.", out["index.html"])
+        self.assertIn("Table 0.2.", out["setup.html"])
+        self.assertIn("Table 0.3.", out["conventions.html"])
+        self.assertEqual(number_tables(out), out)  # a second run changes nothing
+
+    def test_a_caption_with_no_table_is_left_for_the_check(self):
+        number_tables = _load_tidy().number_tables
+        page = "<p >Table: Lost.</p>\n<p>Text.</p>\n" + self.TABLE
+        # The caption does not reach over the next paragraph to the table after it.
+        self.assertEqual(number_tables({"lab_02.html": page}), {"lab_02.html": page})
+
+    def test_a_reference_to_no_table_stops_the_build(self):
+        with self.assertRaisesRegex(ValueError, "lab_03.html: .*lab03_none"):
+            _load_tidy().number_tables({"lab_03.html": "see {{tab:lab03_none}}"})
+
+    def test_a_name_given_twice_stops_the_build(self):
+        cap = "<p >Table: {tab:twice} A.</p>\n" + self.TABLE
+        with self.assertRaisesRegex(ValueError, "twice"):
+            _load_tidy().number_tables({"lab_03.html": cap + cap})
+
+
+class TestTableCaptionTest(unittest.TestCase):
+    """docs/doxygen_filter.py gives a chapter's test table the book's caption when the chapter
+    gives it none, keeping every line in place (Doxygen's warnings name lines)."""
+
+    @staticmethod
+    def filter_module():
+        spec = importlib.util.spec_from_file_location("doxygen_filter_under_test",
+                                                      ROOT / "docs" / "doxygen_filter.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    TABLE = ["| test | pts | what it pins | hint |\n", "|---|---|---|---|\n",
+             "| `A.B` | 1 | this | that |\n", "| `A.C` | 2 | more | else |\n", "\n", "After.\n"]
+
+    def test_an_uncaptioned_test_table_gets_the_caption_line_for_line(self):
+        lines = ["Intro.\n", "\n"] + self.TABLE
+        out = self.filter_module().tests_table(lines, "05")
+        self.assertEqual(len(out), len(lines))
+        self.assertTrue(out[2].startswith("Table: The graded tests of lab 05: "), out[2])
+        self.assertEqual(out[3], "\n")
+        self.assertTrue(out[4].startswith('<table class="book-tests"><tr><th>what it pins'))
+        self.assertIn("2 points", out[5])
+        self.assertTrue(out[5].rstrip().endswith("</table>"))
+        self.assertEqual(out[7], "After.\n")
+
+    def test_a_captioned_test_table_keeps_its_caption(self):
+        lines = ["Table: Our own words,\n", "on two lines.\n", "\n"] + self.TABLE
+        out = self.filter_module().tests_table(lines, "05")
+        self.assertEqual(len(out), len(lines))
+        self.assertEqual(sum(line.startswith("Table:") for line in out), 1)
+        self.assertEqual(out[3], '<table class="book-tests">\n')
 
 
 class FigureLinksTest(unittest.TestCase):

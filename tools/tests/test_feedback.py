@@ -371,6 +371,42 @@ class BenchSummary(unittest.TestCase):
         self.assertIn("reference: 2-thread / 1-thread plain read at 4096 tokens", what)
         self.assertFalse(any("ceiling" in w for w in what))
 
+    def test_repetitions_become_their_median_and_range(self):
+        # Five repetitions of one benchmark (as --benchmark_repetitions writes them to the JSON)
+        # and one benchmark run once: the summary uses the median, not the mean a slow outlier
+        # would drag, and keeps the range.
+        def rep(name, ms, i):
+            return {"name": name, "run_name": name, "run_type": "iteration", "repetitions": 5,
+                    "repetition_index": i, "iterations": 10 + i, "tokens": 4096,
+                    "real_time": ms, "time_unit": "ms", "bytes_per_second": 8e9 / ms}
+        runs = [rep("BM_GatherShuffled/4096", ms, i) for i, ms in enumerate([2.0, 2.2, 9.0, 2.1, 1.9])]
+        runs.append({"name": "BM_ReadContiguous/4096", "tokens": 4096, "real_time": 1.0,
+                     "time_unit": "ms", "bytes_per_second": 8e9})
+        merged = {r["name"]: r for r in bench.medians(runs)}
+        gather = merged["BM_GatherShuffled/4096"]
+        self.assertEqual(gather["real_time"], 2.1)
+        self.assertEqual(gather["repetitions"], 5)
+        self.assertEqual(bench.spread(gather, "real_time"), (1.9, 9.0))
+        self.assertAlmostEqual(bench.gbps(gather), 8 / 2.1)
+        self.assertEqual(gather["tokens"], 4096)
+        self.assertNotIn("iterations", gather["spread"])
+        self.assertEqual(merged["BM_ReadContiguous/4096"], runs[-1])  # run once: untouched
+        tax = dict((w, f) for w, f, _ in bench.targets("01", list(merged.values())))
+        # The median ratio, then its range from the two ranges (1.9 to 9.0 over a single 1.0).
+        # Taken from the rates, as the table shows them (8/1.9 .. 8/9 GB/s against 8 GB/s).
+        self.assertEqual(tax["gather tax at 4096 tokens (shuffled table / contiguous time)"],
+                         "2.10x (1.90–9.00)")
+        cpu_bound = dict(runs[-1], real_time=5.0)  # wall time of a descheduled run: ignored
+        tax = dict((w, f) for w, f, _ in bench.targets("01", [gather, cpu_bound]))
+        self.assertTrue(tax["gather tax at 4096 tokens (shuffled table / contiguous time)"]
+                        .startswith("2.10x"))
+
+    def test_a_repetition_that_errored_keeps_its_message(self):
+        runs = [{"name": "BM_X/1", "run_name": "BM_X/1", "real_time": 1.0, "time_unit": "ms"},
+                {"name": "BM_X/1", "run_name": "BM_X/1", "error_occurred": True,
+                 "error_message": "not implemented yet"}]
+        self.assertEqual(bench.medians(runs), [runs[1]])
+
 
 if __name__ == "__main__":
     unittest.main()
