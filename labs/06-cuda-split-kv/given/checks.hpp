@@ -48,16 +48,11 @@ inline void attention(const char* function, const AttentionArgs& args) {
                 "gridDim.z's limit on a CUDA device: use a larger partition_size");
 }
 
-/// Checks the output and the three scratch tensors against the operands: out like query;
-/// exp_sums and max_logits [num_seqs, num_heads, max_num_partitions] and tmp_out
-/// [num_seqs, num_heads, max_num_partitions, head_size], all three float32.
-inline void outputs(const char* function, const AttentionArgs& args, const Tensor& out,
-                    const Tensor& exp_sums, const Tensor& max_logits, const Tensor& tmp_out) {
-  const ArgCheck check(function);
-  check_out_like_query(check, out, args.query);
-  const std::int64_t num_seqs = args.query.size(0), num_heads = args.query.size(1);
-  const std::int64_t head_size = args.query.size(2);
-  const std::int64_t partitions = v2_max_num_partitions(args.max_seq_len, args.partition_size);
+/// Checks the three float32 scratch tensors: exp_sums and max_logits [num_seqs, num_heads,
+/// max_num_partitions], tmp_out [num_seqs, num_heads, max_num_partitions, head_size].
+inline void scratch(const ArgCheck& check, const Tensor& exp_sums, const Tensor& max_logits,
+                    const Tensor& tmp_out, std::int64_t num_seqs, std::int64_t num_heads,
+                    std::int64_t head_size, std::int64_t partitions) {
   const std::string how = "max_num_partitions = ceil(max_seq_len / partition_size) = " +
                           std::to_string(partitions);
   const std::string why = "the partials are kept in float32";
@@ -70,6 +65,19 @@ inline void outputs(const char* function, const AttentionArgs& args, const Tenso
   dtype_is(check, "tmp_out", tmp_out, DType::kFloat32, why);
   shape_is(check, "tmp_out", tmp_out, {num_seqs, num_heads, partitions, head_size},
            "[num_seqs, num_heads, max_num_partitions, head_size], " + how);
+}
+
+/// Checks the output and the three scratch tensors against the operands: out like query;
+/// exp_sums and max_logits [num_seqs, num_heads, max_num_partitions] and tmp_out
+/// [num_seqs, num_heads, max_num_partitions, head_size], all three float32.
+inline void outputs(const char* function, const AttentionArgs& args, const Tensor& out,
+                    const Tensor& exp_sums, const Tensor& max_logits, const Tensor& tmp_out) {
+  const ArgCheck check(function);
+  check_out_like_query(check, out, args.query);
+  const std::int64_t num_seqs = args.query.size(0), num_heads = args.query.size(1);
+  const std::int64_t head_size = args.query.size(2);
+  const std::int64_t partitions = v2_max_num_partitions(args.max_seq_len, args.partition_size);
+  scratch(check, exp_sums, max_logits, tmp_out, num_seqs, num_heads, head_size, partitions);
 }
 
 /// Checks the operands of the reduce alone: out [num_seqs, num_heads, head_size] of a float
@@ -100,18 +108,7 @@ inline void reduce(const char* function, const Tensor& out, const Tensor& exp_su
                "in [1, max_seq_len = " + std::to_string(max_seq_len) + "]", std::to_string(len));
   }
   const std::int64_t partitions = v2_max_num_partitions(max_seq_len, partition_size);
-  const std::string how = "max_num_partitions = ceil(max_seq_len / partition_size) = " +
-                          std::to_string(partitions);
-  const std::string why = "the partials are kept in float32";
-  dtype_is(check, "exp_sums", exp_sums, DType::kFloat32, why);
-  shape_is(check, "exp_sums", exp_sums, {num_seqs, num_heads, partitions},
-           "[num_seqs, num_heads, max_num_partitions], " + how);
-  dtype_is(check, "max_logits", max_logits, DType::kFloat32, why);
-  shape_is(check, "max_logits", max_logits, {num_seqs, num_heads, partitions},
-           "[num_seqs, num_heads, max_num_partitions], " + how);
-  dtype_is(check, "tmp_out", tmp_out, DType::kFloat32, why);
-  shape_is(check, "tmp_out", tmp_out, {num_seqs, num_heads, partitions, head_size},
-           "[num_seqs, num_heads, max_num_partitions, head_size], " + how);
+  scratch(check, exp_sums, max_logits, tmp_out, num_seqs, num_heads, head_size, partitions);
 }
 
 }  // namespace checks
