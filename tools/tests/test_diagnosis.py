@@ -34,19 +34,18 @@ HAND = HERE / "hand_bugs"
 HAND_RECORD = HAND / "hand_bugs.json"
 MEASURED = ("04", "05", "06", "07")
 # The issue asks for 90 % (the first message names the TODO that holds the bug, over the catalogue
-# mutants of labs 04-07 and the hand-planted bugs). Measured on the records of 2026-11-27 04:10:
-# 88 % of 130 (catalogue 86 of 88; hand bugs 28 of 42: the 26 of 2026-11-26 16, the 16 written
-# blind on 2026-11-27 12; the catalogue left one out 67 %). Before that day's stage probes (the
-# weight probe of labs 05-07, lab 06's reduce alone, lab 07's partition state) and its 18 new
-# mutants: 84 % of 96, hand bugs 13 of 26, the blind 16 then 11 of 16, left one out 70 % of 70 (the
-# new mutants are harder to place from the others: left one out fell as the catalogue grew).
-# These bars guard what is reached, so that a change that loses ground fails; they are not the
-# issue's bar, which is not met: in lab 06 a stage probe fails for a bug in its stage and in every
-# stage before it, and a failing test votes for its own stage; the passing probes that would say
-# "not before" cast no vote (a rule that counts them, naive Bayes, lost on the left-one-out).
-TARGET = 0.87
-HAND_TARGET = 0.66
-LEAVE_ONE_OUT = 0.66   # a bug the catalogue does not hold, simulated
+# mutants of labs 04-07 and the hand-planted bugs). Measured on the records of 2026-11-27 04:10,
+# with the neighbours' score (diagnosis.NEIGHBOUR_SHARE) and a located report that is a known bug
+# taking the known bug's step: 90 % of 130 (catalogue 87 of 88; hand bugs 30 of 42; the catalogue
+# left one out 75 %). Before them, on the same records: 88 % (86 of 88; 28 of 42; 67 %). Before
+# that day's stage probes (the weight probe of labs 05-07, lab 06's reduce alone, lab 07's
+# partition state) and its 18 new mutants: 84 % of 96, hand bugs 13 of 26.
+# These bars guard what is reached, so that a change that loses ground fails. The hand-planted
+# bugs alone stay well under 90 %: in lab 06 a stage probe fails for a bug in its stage and in
+# every stage before it, and bugs of neighbouring steps fail the same tests.
+TARGET = 0.90
+HAND_TARGET = 0.70
+LEAVE_ONE_OUT = 0.74   # a bug the catalogue does not hold, simulated
 
 
 Failing = diagnosis.Recorded   # a recorded failing test: its Suite.Test key and its kind
@@ -276,6 +275,30 @@ class Rule(unittest.TestCase):
                  "at": "reduce.3"}
         d = diagnosis.diagnose(diagnosis.recorded_tests(entry), self.table, self.lab, self.cat)
         self.assertEqual((d.first.key, d.step.id, d.located), ("S.Wide", "reduce.3", True))
+
+    def test_a_narrow_test_that_passes_speaks_through_the_neighbours(self):
+        # Both steps' bugs fail S.Wide; only attention.1's also fail S.NarrowA. A student who fails
+        # S.Wide alone looks like reduce.3's bugs (S.NarrowA passes), though the votes tie.
+        cat = diagnosis.Catalogue([
+            diagnosis.Known("x/a", "attention.1", frozenset({"S.Wide", "S.NarrowA"})),
+            diagnosis.Known("x/b", "reduce.3", frozenset({"S.Wide"}))])
+        ranked = diagnosis.rank_steps(cat, frozenset({"S.Wide"}))
+        self.assertEqual(ranked[0][2], "reduce.3")
+        self.assertGreater(ranked[0][0], ranked[1][0])
+
+    def test_a_located_report_of_a_known_bug_names_the_known_bugs_step(self):
+        # The report names a line of reduce.3 (where the overrun lands), and a known bug with the
+        # same failures, reported at the same step, lives in attention.1: the catalogue wins.
+        cat = diagnosis.Catalogue(self.cat.known + [diagnosis.Known(
+            "x/d", "attention.1", frozenset({"S.Wide", "S.NarrowA"}), (), "reduce.3")])
+        entry = {"failing": {"S.Wide": "race or out of bounds", "S.NarrowA": "wrong value"},
+                 "at": "reduce.3"}
+        d = diagnosis.diagnose(diagnosis.recorded_tests(entry), self.table, self.lab, cat)
+        self.assertEqual((d.first.key, d.step.id, d.located), ("S.Wide", "attention.1", False))
+        # A different failing set is not that bug: the line's step stands.
+        entry["failing"]["S.Other"] = "wrong value"
+        d = diagnosis.diagnose(diagnosis.recorded_tests(entry), self.table, self.lab, cat)
+        self.assertEqual((d.step.id, d.located), ("reduce.3", True))
 
     def test_a_sanitizer_report_keeps_its_place(self):
         d = diagnosis.diagnose([Failing("S.NarrowA", "wrong value"),
