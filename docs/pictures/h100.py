@@ -1,5 +1,5 @@
 """The H100 figures the book cites (docs/figures/gpu/, as measured on the project's GPU machine),
-read once for labs 05 and 07's pictures, and the GB/s scale both draw them on. Every figure is
+read once for the pictures of labs 05 to 07, and the GB/s scale they draw them on. Every figure is
 keyed by its decode batch (seqs, tokens, heads, kv_heads)."""
 import json
 from pathlib import Path
@@ -66,7 +66,8 @@ def batch_bars(f: Figure, x0: float, scale: float, y: float, read_gbps: float,
                target_pct: float | None, bars: list) -> None:
     """One batch's bars from x0, 15 px apart from y: `bars` holds (hue, GB/s or None, label,
     text where the figure is missing, bold?). Behind them the target band (target_pct of the
-    read) and the read's tick; a label that would cross the tick goes inside its bar's end."""
+    read) and the read's tick. Nothing written crosses the tick: a figure's label that would goes
+    inside its bar's end, and the text of a missing figure goes past the tick."""
     height = 15 * len(bars) + 1
     read_x = x0 + read_gbps * scale
     if target_pct:
@@ -76,7 +77,10 @@ def batch_bars(f: Figure, x0: float, scale: float, y: float, read_gbps: float,
     for j, (style, gbps, label, missing, bold) in enumerate(bars):
         by = y + 2 + 15 * j
         if gbps is None:
-            f.text(x0 + 4, by + 6, missing, size=SIZE_SMALL, fill=MUTED)
+            mx = x0 + 4
+            if mx < read_x + 4 and mx + text_width(missing, SIZE_SMALL) > read_x - 2:
+                mx = read_x + 6  # a short pass's tick sits early on the scale: read on after it
+            f.text(mx, by + 6, missing, size=SIZE_SMALL, fill=MUTED)
             continue
         f.rect(x0, by, gbps * scale, 12, fill=style.fill, stroke=style.ink, sw=1)
         lx, anchor = x0 + gbps * scale + 5, "start"

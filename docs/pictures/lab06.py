@@ -130,8 +130,8 @@ def reduce() -> Figure:
     n = 5
     f = Figure(820, 372, "The reduce kernel as a merge tree",
                "Five partials of one (sequence, head): their maxima fold into M; each partition "
-               "gets the weight e to the power mₚ − M; the weighted denominators and accumulators are "
-               "summed and divided once.")
+               "gets its rescale factor βₚ, e to the power mₚ − M; the rescaled denominators and "
+               "accumulators are summed and divided once.")
     f.text(10, 14, "paged_attention_v2_reduce_kernel: one thread block per (head, sequence)",
            size=SIZE_TITLE, weight="bold")
     bw, gap, by = 128, 22, 300

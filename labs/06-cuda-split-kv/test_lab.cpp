@@ -469,13 +469,14 @@ TEST_P(PagedAttentionV2, PartialsMatchTheHostPerPartition) {
 //
 // With one-hot values the output row is the weight vector: token t's value row has a single 1,
 // in dimension t for kv head 0 and (t + head_size / 2) mod head_size for kv head 1, so
-// out[b, h, dim(t)] = p_t, the weight of token t (kv heads differ, so that a slip of kv head in
-// the value loop shows). Two tests then split the pipeline. The ratio of two weights of one
-// partition, p_t / p_t' = e^(l_t - l_t'), does not depend on any factor common to the
-// partition: neither its denominator nor the reduce's weight for it, so it fails only when the
-// logits (TODOs 1-3) or the weights given to each value row (TODO 5) are wrong. The sum of the
-// real tokens' weights is 1 whatever the logits are, so it fails when a denominator (TODO 4, the
-// division of TODO 7, the reduce) sums the wrong exponentials. float32 throughout: 0 and 1 are
+// out[b, h, dim(t)] is token t's softmax weight, w_t divided by the sequence's denom (kv heads
+// differ, so that a slip of kv head in the value loop shows). Two tests then split the pipeline.
+// The ratio of two weights of one partition, w_t / w_t' = e^(s_t - s_t') with s_t the scores,
+// does not depend on any factor common to the partition: neither its denominator nor the
+// reduce's rescale factor β_p for it, so it fails only when the logits (TODOs 1-3) or the
+// weights given to each value row (TODO 5) are wrong. The sum of the real tokens' weights is 1
+// whatever the logits are, so it fails when a denominator (TODO 4, the division of TODO 7, the
+// reduce) sums the wrong exponentials. float32 throughout: 0 and 1 are
 // exact, and a float32 weight keeps ~1e-7.
 
 /// Where token t's weight lands in the output row of a query head of kv head `kv_head`.
@@ -531,7 +532,7 @@ TEST_P(PagedAttentionV2, WeightsOfAPartitionAreInTheRatioOfExpLogits) {
   const Mat out = run(GetParam(), p, kSmallPartition).out;
   for (Eigen::Index row = 0; row < out.rows(); ++row) {
     const std::string who = probe_who(p, row);
-    const Vec logits = pa::testing::query_scores(p, row);  // l_t = scale q·k_t, [seq_len]
+    const Vec logits = pa::testing::query_scores(p, row);  // s_t = scale q·k_t, [seq_len]
     const Vec weights = probe_weights(p, out, row);
     bool reported = false;
     for (int first = 0; first < logits.size() && !reported; first += kSmallPartition) {
@@ -558,7 +559,8 @@ TEST_P(PagedAttentionV2, WeightsOfAPartitionAreInTheRatioOfExpLogits) {
         // A logit off by more than 1e-4 moves its ratio by more than that.
         if (!(std::abs(got - want) <= 1e-6 + 1e-4 * want)) {
           ADD_FAILURE() << who << ", partition " << first / kSmallPartition
-                        << ": the weights are not in the ratio e^(l_t - l_t'): token " << t
+                        << ": the weights are not in the ratio e^(s_t - s_t') of their scores: "
+                        << "token " << t
                         << " vs token " << top << " (the partition's largest logit), out[" << t
                         << "] / out[" << top << "] = " << got << ", want e^(" << logits[t] << " - "
                         << logits[top] << ") = " << want
@@ -566,7 +568,7 @@ TEST_P(PagedAttentionV2, WeightsOfAPartitionAreInTheRatioOfExpLogits) {
                            "ratio, so the logits are wrong before the softmax (the partition's "
                            "tokens and blocks, TODOs 1-2; q·k, the scale or the end mask, TODO "
                            "3), or the value loop weighs token " << t << "'s row by another "
-                           "token's e^(l - m) (TODO 5)";
+                           "token's e^(s_t - m) (TODO 5)";
           reported = true;
           break;
         }
@@ -600,8 +602,8 @@ TEST_P(PagedAttentionV2, WeightsSumToOneOverTheRealTokens) {
       // adds one token's exponential moves the sum by that token's share.
       EXPECT_NEAR(sum, 1.0, 1e-5)
           << who << ": the weights of the real tokens sum to " << sum
-          << ", not 1. They are e^(l_t - M) divided by their sum over exactly the sequence's "
-             "tokens: each partition's denom sums e^(l - m) over its own real tokens, not the "
+          << ", not 1. They are e^(s_t - M) divided by their sum over exactly the sequence's "
+             "tokens: each partition's denom sums e^(s_t - m) over its own real tokens, not the "
              "masked rows (TODO 4); a one-partition sequence divides by it once, a longer one "
              "leaves acc undivided (TODO 7); the reduce weighs acc and denom alike (reduce "
              "TODO 3) and divides once (reduce TODO 4)";
@@ -724,8 +726,8 @@ TEST_P(PagedAttentionV2, ReduceAloneWeighsAgainstTheLargestMax) {
   // The reduce alone on partials of 1,000 tokens (16 partitions of 64) and 8,325 (131: the max
   // sits in the second tile of 128 partitions): on head 1 of the first sequence partition 13
   // (129) holds a max 150 above the others; then, on head 0, every max lies near -150. Weighed
-  // against any other reference than the largest max, a weight e^(m_p - M) overflows float32,
-  // or every weight of a head underflows to 0 and the merge divides 0 by 0.
+  // against any other reference than the largest max, a rescale factor e^(m_p - M) overflows
+  // float32, or every factor of a head underflows to 0 and the merge divides 0 by 0.
   for (const auto& [lens, far, all_low] :
        {std::tuple{std::vector<int>{1000, 1000}, 13, false},
         std::tuple{std::vector<int>{8325}, 129, false},
@@ -741,9 +743,9 @@ TEST_P(PagedAttentionV2, ReduceAloneWeighsAgainstTheLargestMax) {
                          pa::testing::decode_labels(2, "the host's merge", "the reduce's out")))
         << "the reduce alone, on given partials whose maxima lie 150 apart (or all lie near "
            "-150), differs from "
-           "sum_p e^(m_p - M) acc_p / sum_p e^(m_p - M) denom_p: M must be the largest m_p of "
-           "the sequence, in every thread (reduce TODO 2), and every acc_p and denom_p weighed "
-           "by its e^(m_p - M) (reduce TODO 3)";
+           "sum_p β_p acc_p / sum_p β_p denom_p with β_p = e^(m_p - M): M must be the largest "
+           "m_p of the sequence, in every thread (reduce TODO 2), and every acc_p and denom_p "
+           "rescaled by its β_p (reduce TODO 3)";
   }
 }
 
@@ -764,9 +766,10 @@ TEST_P(PagedAttentionV2, ReduceAloneMergesTheGivenPartials) {
     EXPECT_TRUE(AllClose(hand.want, got, tol.atol, tol.rtol,
                          pa::testing::decode_labels(2, "the host's merge", "the reduce's out")))
         << "the reduce alone, on given partials, differs from their merge "
-           "sum_p e^(m_p - M) acc_p / sum_p e^(m_p - M) denom_p: each tile's weights written "
-           "before any is read and read before the next tile overwrites them, acc and denom "
-           "weighed alike (reduce TODO 3), then one division (reduce TODO 4)";
+           "sum_p β_p acc_p / sum_p β_p denom_p with β_p = e^(m_p - M): each tile's β_p "
+           "(the weights array) written before any is read and read before the next tile "
+           "overwrites them, acc and denom rescaled alike (reduce TODO 3), then one division "
+           "(reduce TODO 4)";
   }
 }
 /// [test_reduce_alone]
