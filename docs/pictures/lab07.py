@@ -73,7 +73,7 @@ def layouts() -> Figure:
                "side by side, so one kv head's rows are strided.")
 
     def cell_label(t, h, c):
-        return [f"t{t} h{h}", f"d{c * x}-{c * x + x - 1}"]
+        return [f"t{t} g{h}", f"d{c * x}-{c * x + x - 1}"]
 
     def colour(h, t):
         return hue(h).fill if t % 2 == 0 else mix(hue(h).fill, hue(h).ink, 0.25)
@@ -163,7 +163,7 @@ def tiles() -> Figure:
     qk_steps = HEAD_SIZE // WMMA
     o_tiles = HEAD_SIZE // WMMA // NUM_WARPS
     cw, ch, hh = 26, 30, 15
-    groups = ["heads 8h′…8h′+7", "rows 8-15: 0"]
+    groups = ["heads 8g…8g+7", "rows 8-15: 0"]
     f.legend(10, 12, [(WARPS[w], f"warp {w}") for w in range(NUM_WARPS)] +
              [("#f5f7fa", "read by every warp"), (POISON, "zero padding rows")])
     # Q · Kᵀ = S: Q's column slice k meets Kᵀ's row slice k; Kᵀ's column slice w is warp w's.
@@ -239,21 +239,21 @@ def tiles() -> Figure:
 # ---- the tile loop as a timeline ------------------------------------------------------------------
 
 LOOP = [  # (what the threads do, copies in flight (cp.async groups), what the three stages hold)
-    ("3a  start the copies of tile t+2 into stage (t+2) mod 3; wait for tile t's keys",
-     "V t; tiles t+1, t+2", ("K t", "K/V t+1", "→ t+2")),
+    ("3a  start the copies of tile j+2 into stage (j+2) mod 3; wait for tile j's keys",
+     "V j; tiles j+1, j+2", ("K j", "K/V j+1", "→ j+2")),
     ("3b  S = Q·Kᵀ on tensor cores, warp ω: 16 columns; store S",
-     "V t; tiles t+1, t+2", ("K t (read)", "K/V t+1", "→ t+2")),
+     "V j; tiles j+1, j+2", ("K j (read)", "K/V j+1", "→ j+2")),
     ("3c  softmax per row: m, denom, row_alpha, P (16-bit)",
-     "V t; tiles t+1, t+2", ("K t", "K/V t+1", "→ t+2")),
-    ("3d  wait for tile t's values",
-     "tiles t+1, t+2", ("K/V t", "K/V t+1", "→ t+2")),
+     "V j; tiles j+1, j+2", ("K j", "K/V j+1", "→ j+2")),
+    ("3d  wait for tile j's values",
+     "tiles j+1, j+2", ("K/V j", "K/V j+1", "→ j+2")),
     ("3e  acc = diag(row_alpha) acc + P·V, warp ω: its columns",
-     "tiles t+1, t+2", ("V t (read)", "K/V t+1", "→ t+2")),
+     "tiles j+1, j+2", ("V j (read)", "K/V j+1", "→ j+2")),
 ]
-BARRIERS = {0: "(K) every thread's copies of K t landed and visible",
+BARRIERS = {0: "(K) every thread's copies of K j landed and visible",
             1: "(A) S complete: the softmax reads every warp's columns",
-            3: "(B) P, row_alpha and V t visible to every warp",
-            4: "(C) every warp done with stage t mod 3: free for tile t+3"}
+            3: "(B) P, row_alpha and V j visible to every warp",
+            4: "(C) every warp done with stage j mod 3: free for tile j+3"}
 
 
 def loop() -> Figure:
@@ -261,11 +261,11 @@ def loop() -> Figure:
     top = 50
     height = top + len(LOOP) * row_h + len(BARRIERS) * bar_h + 46
     f = Figure(820, height, "One tile of the loop",
-               "Top to bottom: the steps of tile t, the four barriers and what each protects, "
+               "Top to bottom: the steps of tile j, the four barriers and what each protects, "
                "the asynchronous copies still in flight, and what the ring's three stages hold.")
-    f.text(10, 16, "what the 128 threads do (tile t)", size=SIZE_TITLE, weight="bold")
+    f.text(10, 16, "what the 128 threads do (tile j)", size=SIZE_TITLE, weight="bold")
     f.text(460, 16, "copies in flight", size=SIZE_TITLE, weight="bold")
-    f.text(610, 16, "stages t, t+1, t+2", size=SIZE_TITLE, weight="bold")
+    f.text(610, 16, "stages j, j+1, j+2", size=SIZE_TITLE, weight="bold")
     y = top
     for i, (what, flight, holds) in enumerate(LOOP):
         two = len(what) >= 60  # the long step on two lines, centred on the row together
