@@ -306,7 +306,7 @@ def targets() -> Figure:
     torch = h100.torch_sdpa(h100.TORCH_SDPA_RUN2)
     row_h = 70
     f = Figure(820, 104 + row_h * len(SHAPES), "Where the kernel landed on an H100",
-               "For the five benchmark batches, one run on one H100: labs 05's and 06's kernels, "
+               "For the five benchmark batches, one run on one H100: the kernels of labs 05 and 06, "
                "this lab's kernel and FlashAttention through PyTorch, the plain read of the same "
                "bytes, and this lab's target as a fraction of the read.")
     x0 = 230
