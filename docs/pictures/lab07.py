@@ -6,6 +6,10 @@ import h100
 from svgfig import (INK, MUTED, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
                     Figure, hue, mix, text_width)
 
+# The running text inside the densest figures, a size above the smallest labels: a reader
+# reads it as prose, and its lines wrap, so the larger size costs height, not width.
+NOTE_SIZE = 13
+
 # The example most pictures draw: 32 query heads over 4 kv heads (a group of 8), head_size 128,
 # float16, tiles of 64 tokens, four warps (labs/07-cuda-gqa-decode/gqa_decode.hpp).
 NUM_HEADS, NUM_KV_HEADS, HEAD_SIZE = 32, 4, 128
@@ -68,12 +72,13 @@ def layouts() -> Figure:
     cell_w, cell_h = 47, 34
     f = Figure(820, 336, "One cache block in vLLM's two layouts",
                "A toy block of 4 tokens, 2 kv heads, head_size 16, float16; each cell is 16 "
-               "bytes (8 elements). Top: V0's key cache puts each kv head's slice first, as one "
+               "bytes (8 elements), labelled with its token and dimensions and coloured by its kv "
+               "head. Top: V0's key cache puts each kv head's slice first, as one "
                "contiguous run. Bottom: V1's flash layout puts each token first, its kv heads "
                "side by side, so one kv head's rows are strided.")
 
     def cell_label(t, h, c):
-        return [f"t{t} g{h}", f"d{c * x}-{c * x + x - 1}"]
+        return [f"t{t}", f"d{c * x}-{c * x + x - 1}"]
 
     def colour(h, t):
         return hue(h).fill if t % 2 == 0 else mix(hue(h).fill, hue(h).ink, 0.25)
@@ -107,6 +112,7 @@ def layouts() -> Figure:
     y2 = y1 + cell_h + 44
     f.text(10, y2, "the rows kv head 0's thread block loads from this block:", size=SIZE_SMALL,
            weight="bold")
+    f.legend(500, y2, [(hue(h), f"kv head {h}") for h in range(heads)])
     for t in range(tokens):
         a = g.left(t * heads * chunks)
         f.rect(a, y2 + 12, chunks * cell_w, 18, fill=hue(0).fill, stroke=hue(0).ink, sw=1)
@@ -120,7 +126,7 @@ def layouts() -> Figure:
                     "Consecutive rows are num_kv_heads × head_size elements apart: the token "
                     "stride of this layout. K and V share it, unsplit, untransposed. vLLM "
                     "allocates both as one tensor [2, num_blocks, block_size, num_kv_heads, "
-                    "head_size]; FlashInfer calls this order NHD.", fill=MUTED)
+                    "head_size]; FlashInfer calls this order NHD.", fill=MUTED, size=NOTE_SIZE)
     f.height = max(f.height, y)
     return f
 
@@ -163,18 +169,18 @@ def tiles() -> Figure:
     qk_steps = HEAD_SIZE // WMMA
     o_tiles = HEAD_SIZE // WMMA // NUM_WARPS
     cw, ch, hh = 26, 30, 15
-    groups = ["heads 8g…8g+7", "rows 8-15: 0"]
+    groups = ["group heads", "rows 8-15: 0"]
     f.legend(10, 12, [(WARPS[w], f"warp {w}") for w in range(NUM_WARPS)] +
              [("#f5f7fa", "read by every warp"), (POISON, "zero padding rows")])
     # Q · Kᵀ = S: Q's column slice k meets Kᵀ's row slice k; Kᵀ's column slice w is warp w's.
     y = 74
     qg = _tile(f, 116, y, 2, qk_steps, cw, hh, "Q (q tile)", f"[16, {HEAD_SIZE}] 16-bit",
-               lambda r, c: None, lambda r, c: f"k{c}" if r == 0 else "", row_labels=groups)
+               lambda r, c: None, lambda r, c: f"c{c}" if r == 0 else "", row_labels=groups)
     f.rect(qg.x, qg.y + hh, qg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
     f.text(qg.x + qg.width + 14, y + hh, "·", size=22, anchor="middle")
     kx = qg.x + qg.width + 30
     kg = _tile(f, kx, y, qk_steps, NUM_WARPS, 44, 20, "Kᵀ (key tile, col_major)",
-               f"[{HEAD_SIZE}, 64 tokens] 16-bit", lambda r, c: c, lambda r, c: f"k{r}")
+               f"[{HEAD_SIZE}, 64 tokens] 16-bit", lambda r, c: c, lambda r, c: f"c{r}")
     for w in range(NUM_WARPS):
         f.text(kg.cx(w), kg.y + kg.height + 10, f"t{16 * w}+", size=SIZE_SMALL,
                anchor="middle", fill=MUTED, mono=True)
@@ -182,12 +188,12 @@ def tiles() -> Figure:
     sx = kg.x + kg.width + 30
     _tile(f, sx, y, 2, NUM_WARPS, 44, hh, "S (scores)", "[16, 64] float",
           lambda r, c: c, lambda r, c: f"t{16 * c}+" if r == 0 else "")
-    yn = f.paragraph(10, kg.y + kg.height + 34, "Warp ω: for k = 0 … 7, mma_sync(s, Q[:, 16k …], "
-                     "Kᵀ[16k …, 16ω …]). The key tile lies in shared memory as [64 tokens, "
+    yn = f.paragraph(10, kg.y + kg.height + 34, "Warp ω: for c = 0 … 7, mma_sync(s, Q[:, 16c …], "
+                     "Kᵀ[16c …, 16ω …]). The key tile lies in shared memory as [64 tokens, "
                      f"{HEAD_SIZE}] row-major; read col_major, its rows 16ω … 16ω + 15 are "
                      "exactly Kᵀ's columns 16ω … 16ω + 15, so no transpose is ever stored. Each "
                      "warp stores its 16 columns of S; rows 8-15 come out 0 (zero queries).",
-                     fill=MUTED)
+                     fill=MUTED, size=NOTE_SIZE)
     # The softmax: rows to threads, all 16 rows.
     y2 = yn + 40
     f.text(10, y2 - 22, "softmax: row r of S and P belongs to threads 8r … 8r + 7 (lanes of "
@@ -202,10 +208,10 @@ def tiles() -> Figure:
     yn = f.paragraph(10, rg.y + rg.height + 40, "Each row is one query head: its max m, sum "
                      "denom and row_alpha = exp(m_old − m_new) are its own, reduced over its 8 "
                      "lanes (masks 4, 2, 1). Rows 8-15 (pale) are padding: computed like the "
-                     "others, never written out.", fill=MUTED)
+                     "others, never written out.", fill=MUTED, size=NOTE_SIZE)
     # P · V = acc
     y3 = yn + 46
-    pg = _tile(f, 116, y3, 2, NUM_WARPS, 44, hh, "P (probabilities)", "[16, 64] 16-bit",
+    pg = _tile(f, 116, y3, 2, NUM_WARPS, 44, hh, "P (weights)", "[16, 64] 16-bit",
                lambda r, c: None, lambda r, c: f"t{16 * c}+" if r == 0 else "",
                row_labels=groups)
     f.text(pg.x + pg.width + 14, y3 + hh, "·", size=22, anchor="middle")
@@ -223,15 +229,15 @@ def tiles() -> Figure:
                      f"{HEAD_SIZE // NUM_WARPS}ω … {HEAD_SIZE // NUM_WARPS}ω + "
                      f"{HEAD_SIZE // NUM_WARPS - 1} ({o_tiles} tiles): it scales their rows by "
                      "row_alpha in shared memory, loads them as accumulators, adds the 4 "
-                     "products P[:, 16j …] · V[16j …, its columns] and stores them back. Every "
-                     "warp reads all of P; the value tile sits beside its keys in the same "
-                     "stage of the ring.", fill=MUTED)
+                     "products P[:, 16u …] · V[16u …, its columns], u = 0 … 3, and stores them "
+                     "back. Every warp reads all of P; the value tile sits beside its keys in "
+                     "the same stage of the ring.", fill=MUTED, size=NOTE_SIZE)
     sizes = _shared_bytes(HEAD_SIZE)
     yn = f.paragraph(10, yn + 6, f"Shared memory at head_size {HEAD_SIZE}, rows padded by 16 "
                      "bytes (S: 32): " + ", ".join(f"{k} {v / 1024:.2f}".rstrip("0").rstrip(".") + " KiB"
                                                    for k, v in sizes.items()) +
                      f": {sum(sizes.values()) / 1024:.1f} KiB per thread block.",
-                     fill=MUTED)
+                     fill=MUTED, size=NOTE_SIZE)
     f.height = yn
     return f
 
