@@ -10,9 +10,9 @@ the browser check adds Debian's Selenium.
   Markdown table syntax, no snippet marker ("[backend]") and no commit hash.
 - table_caption_check: every table of a chapter has a numbered caption (a `Table: ` paragraph
   above it, which docs/tidy_html.py numbers), and no `Table:` paragraph is left without its table.
-- figure_text_check: no text in a figure smaller than 11 px at the column width, at 1400 px and
-  at a 900 px window (where book.css folds the sidebar away): the SVG's font size times the
-  scale the figure is drawn at.
+- figure_text_check (without a browser only): no text in a figure smaller than 11 px at the
+  column width, at 1400 px and at a 900 px window: the SVG file's font size times the scale its
+  width implies. An estimate: it cannot see CSS. The browser check measures instead.
 - link_check: every local href/src/data in the HTML (and SVG) and in the sidebar's data resolves
   to a file, and every #fragment to an id in it; nothing is loaded from the network; the only
   external links are references: in a chapter's References section, or to a paper host (arXiv,
@@ -23,7 +23,9 @@ the browser check adds Debian's Selenium.
   and picture loaded as SVG and opens full size on click, and the console stayed clean with no
   request leaving the machine;
   then, at 1400, 1920 and 900 px, the layout check (LAYOUT below: nothing wider than the content
-  column or cut off inside it, no Markdown left unrendered, no numbered list restarting); saves
+  column or cut off inside it, no Markdown left unrendered, no numbered list restarting); at
+  those widths and at 1000 px, figure text as drawn in the page (FIGURE_TEXT below: each text's
+  computed font size times every scale between the SVG and the screen, CSS included); saves
   a screenshot of each page at 1400 px and of its key elements (test table, figures, widest
   snippet).
 
@@ -541,6 +543,11 @@ def link_check(html_dir: Path) -> LinkReport:
 # Window widths the layout is checked at: a laptop, a desktop screen, and a narrow window (a
 # split screen, where book.css folds the sidebar away). Screenshots are taken at the first.
 WIDTHS = (1400, 1920, 900)
+# Figure text, as drawn in the page, at these window widths and at least this many px: 12 px, the
+# figures' own smallest size (docs/pictures/svgfig.py), wherever the column is as wide as a figure
+# (820 px): at 1400, 1920 and 900 px; and at 1000 px, the narrowest window with the sidebar,
+# whose 740 px column draws an 820 px figure at 90%, 10.5 px.
+FIGURE_TEXT_MIN_PX = {1400: 12, 1920: 12, 900: 12, 1000: 10.5}
 WINDOW_HEIGHT = 900
 MAX_SHOT_HEIGHT = 16000  # taller pages are cut at this height in their full-page screenshot
 
@@ -723,6 +730,79 @@ if (doc.scrollWidth > doc.clientWidth + 1) problems.push(`the page scrolls sidew
 return {problems, elements, column: Math.round(box.width)};
 """
 
+# Figure text as the reader sees it, in the page at the window's width: for every text of every
+# SVG figure (in an object, frame or embed, or an <img>), its computed font size (attributes, CSS
+# classes and <style> rules alike) times every scale between the SVG's user space and the page:
+# transforms inside the SVG, the viewBox fitted to the box CSS gives the figure (max-width,
+# width), and any CSS transform on the figure itself. An <img> keeps its document to itself, so
+# its SVG is read again and laid out off screen in a box of the size the <img> is drawn at.
+FIGURE_TEXT = r"""
+const contents = document.querySelector("div.contents") || document.body;
+const out = [];
+const measure = (root, outerScale) => {
+  const texts = [];
+  for (const t of root.querySelectorAll("text, tspan")) {
+    const own = [...t.childNodes].some(n => n.nodeType === Node.TEXT_NODE && n.nodeValue.trim());
+    if (!own) continue;
+    const cs = t.ownerDocument.defaultView.getComputedStyle(t);
+    if (cs.display === "none" || cs.visibility === "hidden") continue;
+    const m = t.getScreenCTM();
+    if (!m) continue;
+    const scale = Math.sqrt(Math.abs(m.a * m.d - m.b * m.c)) * outerScale;
+    texts.push([parseFloat(cs.fontSize) * scale, t.textContent.replace(/\s+/g, " ").trim()]);
+  }
+  return texts;
+};
+for (const e of contents.querySelectorAll("object, iframe, embed, img")) {
+  const url = e.getAttribute("data") || e.getAttribute("src") || "";
+  if (!/\.svg($|[?#])/.test(url)) continue;
+  const box = e.getBoundingClientRect();
+  if (box.width === 0 || box.height === 0) continue;
+  // A CSS transform on the element (or an ancestor) scales its box but not its layout size.
+  const outer = e.offsetWidth ? box.width / e.offsetWidth : 1;
+  let texts = null, drawn = box.width;
+  if (e.localName === "img") {
+    const request = new XMLHttpRequest();
+    try { request.open("GET", e.src, false); request.send(); } catch (err) { }
+    const svg = request.responseXML && request.responseXML.documentElement;
+    if (svg && svg.localName === "svg") {
+      const holder = document.createElement("div");
+      holder.style.cssText = `position:absolute;left:-100000px;top:0;width:${e.clientWidth}px;height:${e.clientHeight}px`;
+      const copy = document.importNode(svg, true);
+      copy.setAttribute("width", e.clientWidth);
+      copy.setAttribute("height", e.clientHeight);
+      holder.appendChild(copy);
+      document.body.appendChild(holder);
+      texts = measure(copy, outer);
+      holder.remove();
+    }
+  } else {
+    let doc = null;
+    try { doc = e.contentDocument || (e.getSVGDocument && e.getSVGDocument()); } catch (err) { }
+    if (doc && doc.documentElement && doc.documentElement.localName === "svg") texts = measure(doc.documentElement, outer);
+  }
+  if (texts) out.push({url, drawn: Math.round(drawn), texts});
+}
+return out;
+"""
+
+
+def _figure_text(driver, width: int, min_px: float) -> list[str]:
+    """Figure text smaller than `min_px` as drawn in the page now open, at a window `width`
+    wide (FIGURE_TEXT): one problem per figure."""
+    problems = []
+    for figure in driver.execute_script(FIGURE_TEXT):
+        small = sorted((px, t) for px, t in figure["texts"] if px < min_px - 0.05)
+        if small:
+            sizes = sorted({round(px, 1) for px, _ in small})
+            samples = "; ".join(f'"{t[:30]}"' for _, t in small[:3])
+            problems.append(f"figure {Path(figure['url']).name}: {len(small)} text(s) smaller than "
+                            f"{min_px:g} px as drawn at a {width} px window (the figure "
+                            f"{figure['drawn']} px wide; sizes {', '.join(f'{s:g}' for s in sizes)}"
+                            f" px): {samples}")
+    return problems
+
+
 # The height of the whole page: the content scrolls inside #doc-content, not the document.
 PAGE_HEIGHT = """
 const d = document.getElementById("doc-content");
@@ -768,6 +848,7 @@ class PageResult:
     screenshot: str = ""
     problems: list[str] = field(default_factory=list)
     layout: int = 0  # how many of the problems the layout check found
+    figure_text: int = 0  # how many of them are figure text too small as drawn (FIGURE_TEXT)
 
 
 def _find_chromium() -> str | None:
@@ -934,6 +1015,18 @@ def browser_check(html_dir: Path, pages: list[str], shots_dir: Path,
                             seen.add(key)
                             result.problems.append(f"at {width} px: {p}")
                             result.layout += 1
+                    if width in FIGURE_TEXT_MIN_PX:
+                        found = _figure_text(driver, width, FIGURE_TEXT_MIN_PX[width])
+                        result.problems += found
+                        result.figure_text += len(found)
+                for width in sorted(set(FIGURE_TEXT_MIN_PX) - set(WIDTHS)):
+                    driver.set_window_size(width, WINDOW_HEIGHT)
+                    driver.execute_async_script(
+                        "const done = arguments[arguments.length - 1];"
+                        "window.dispatchEvent(new Event('resize')); setTimeout(done, 300);")
+                    found = _figure_text(driver, width, FIGURE_TEXT_MIN_PX[width])
+                    result.problems += found
+                    result.figure_text += len(found)
                 result.problems += _log_problems(driver)
                 result.screenshot = _screenshots(driver, file, shots_dir, WIDTHS[0])
             except WebDriverException as e:
@@ -1022,31 +1115,33 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
             count += len(r.problems)
             layout += r.layout
         print(f"  layout problems: {layout}")
-        measured = [c for r in results for w, c in r.columns.items() if w == WIDTHS[0] and c]
-        column = min(measured) if measured else COLUMN_PX
-        narrow = [c for r in results for w, c in r.columns.items() if w == WIDTHS[2] and c]
-        narrow_column = min(narrow) if narrow else NARROW_COLUMN_PX
+        small = sum(r.figure_text for r in results)
+        at = ", ".join(f"{w} px: {m:g}" for w, m in FIGURE_TEXT_MIN_PX.items())
+        print(f"  figure text as drawn in the page, at least ({at}): "
+              f"{'ok' if not small else f'{small} figure(s) too small'}")
         print(f"  screenshots ({WIDTHS[0]} px): {shots_dir} (whole pages), "
               f"{shots_dir / 'elements'} (test tables, figures, the widest snippet of each page)")
-    else:
-        column, narrow_column = COLUMN_PX, NARROW_COLUMN_PX
+    column, narrow_column = COLUMN_PX, NARROW_COLUMN_PX
 
-    print(f"== Figure text at the column width ({column} px; at least {MIN_FIGURE_TEXT_PX} px)")
-    problems = figure_text_check(html_dir, [f for f, _ in book_pages(html_dir)], column)
-    for p in problems:
-        print(f"  FAIL {p}")
-    if not problems:
-        print(f"  ok: every text of every figure is at least {MIN_FIGURE_TEXT_PX} px at the column")
-    count += len(problems)
-    print(f"== Figure text at a {WIDTHS[2]} px window ({narrow_column} px column; at least "
-          f"{MIN_FIGURE_TEXT_PX_NARROW} px)")
-    problems = figure_text_check(html_dir, [f for f, _ in book_pages(html_dir)], narrow_column,
-                                 MIN_FIGURE_TEXT_PX_NARROW)
-    for p in problems:
-        print(f"  FAIL {p}")
-    if not problems:
-        print(f"  ok: every text of every figure is at least {MIN_FIGURE_TEXT_PX_NARROW} px there")
-    count += len(problems)
+    if not browser:
+        # Without a browser, the SVG files' own sizes at the column widths the browser would
+        # measure; the browser's FIGURE_TEXT check, above, replaces this estimate.
+        print(f"== Figure text at the column width ({column} px; at least {MIN_FIGURE_TEXT_PX} px)")
+        problems = figure_text_check(html_dir, [f for f, _ in book_pages(html_dir)], column)
+        for p in problems:
+            print(f"  FAIL {p}")
+        if not problems:
+            print(f"  ok: every text of every figure is at least {MIN_FIGURE_TEXT_PX} px at the column")
+        count += len(problems)
+        print(f"== Figure text at a {WIDTHS[2]} px window ({narrow_column} px column; at least "
+              f"{MIN_FIGURE_TEXT_PX_NARROW} px)")
+        problems = figure_text_check(html_dir, [f for f, _ in book_pages(html_dir)], narrow_column,
+                                     MIN_FIGURE_TEXT_PX_NARROW)
+        for p in problems:
+            print(f"  FAIL {p}")
+        if not problems:
+            print(f"  ok: every text of every figure is at least {MIN_FIGURE_TEXT_PX_NARROW} px there")
+        count += len(problems)
     return count
 
 

@@ -5,6 +5,10 @@ import h100
 from svgfig import (INK, MUTED, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS, Figure, Hue,
                     hue, mix, text_width)
 
+# The running text inside the densest figures, a size above the smallest labels: a reader
+# reads it as prose, and its lines wrap, so the larger size costs height, not width.
+NOTE_SIZE = 13
+
 # The case every picture draws: float16, block_size 16, head_size 128.
 WARP_SIZE, NUM_THREADS = 32, 128
 NUM_WARPS = NUM_THREADS // WARP_SIZE
@@ -33,11 +37,11 @@ def thread_map() -> Figure:
     cw, ch = 19, 18
     gx, gy = 72, 30
 
-    def thread_cell(w, lane):  # the lane; the thread is 32 w + lane
-        return str(lane), rank_fill(WARPS[w], lane % G)
+    def thread_cell(w, lane):  # the lane, numbered in warp 0's row only (a column is one lane)
+        return (str(lane) if w == 0 else ""), rank_fill(WARPS[w], lane % G)
     g = f.grid(gx, gy, NUM_WARPS, WARP_SIZE, cw, ch, thread_cell, size=SIZE_SMALL,
                row_labels=[f"warp {w}" for w in range(NUM_WARPS)])
-    f.text(gx + g.width + 8, gy + 51, "cell: lane l;", size=SIZE_SMALL, fill=MUTED)
+    f.text(gx + g.width + 8, gy + 51, "column: lane l,", size=SIZE_SMALL, fill=MUTED)
     f.text(gx + g.width + 8, gy + 65, "thread 32ω + l", size=SIZE_SMALL, fill=MUTED)
     for k in range(WARP_SIZE // G + 1):
         x = g.left(k * G) if k < WARP_SIZE // G else g.right(WARP_SIZE - 1)
@@ -76,7 +80,8 @@ def thread_map() -> Figure:
         token, rank = divmod(c, G)
         if i is None:
             return "⋮", "#ffffff"
-        return str(token * G + rank), rank_fill(hue(token), rank)  # the lane that reads it
+        # The lane that reads it, numbered in the first row only: every row has the same lanes.
+        return (str(token * G + rank) if r == 0 else ""), rank_fill(hue(token), rank)
     kx, ky = 130, y3 + 50
     grid = f.grid(kx, ky, len(shown), BLOCK_SIZE * G, hw, 22, chunk_cell, size=SIZE_SMALL,
                   col_labels=None)
@@ -96,7 +101,7 @@ def thread_map() -> Figure:
                     f"kv_head, i, 5, 4 : 8] (d = 8i + 4 … 8i + 7), i = 0 … {NUM_CHUNKS - 1}, and "
                     "it multiplies them with q_vecs[1][i], the same slices of q. Vec i of all 32 "
                     f"lanes is one coalesced {BLOCK_SIZE * 16}-byte load; the group's butterfly "
-                    "then adds its two partial dot products.")
+                    "then adds its two partial dot products.", size=NOTE_SIZE)
     # Which warp's groups are drawn is said once, in the chapter's prose next to the figure.
     f.height = max(f.height, y)
     return f
@@ -315,7 +320,7 @@ def butterfly() -> Figure:
              "index differs in the mask's one bit. After",
              "log₂ TG steps every member holds the whole",
              "dot product: no shared memory, no barrier."]
-    f.lines(340, 110, notes, size=SIZE_SMALL, anchor="start", gap=1.45)
+    f.lines(340, 104, notes, size=NOTE_SIZE, anchor="start", gap=1.45)
 
     # The warp: 32 lanes, masks 16 .. 1.
     top = 262
@@ -347,12 +352,12 @@ def butterfly() -> Figure:
     f.vbrace(lx[-1] + 10, rows[-1] - 4, rows[-1] + 4, ["the sum ends", "here"])
     y = f.paragraph(10, rows[-1] + 26, "Bold: the five values lane 0 receives, which between "
                     "them carry all 32 lanes. Filled: lanes that hold the warp's result.",
-                    fill=MUTED)
+                    fill=MUTED, size=NOTE_SIZE)
     y = f.paragraph(10, y + 2, "The max skips the masks below TG (they would fold a "
                     "group into itself): after mask TG the group leaders (rank 0, lane 0 among "
                     "them) hold the warp's maximum and the other lanes −FLT_MAX. The sum runs to "
                     "mask 1, and every lane ends with the warp's sum. Either way lane 0 passes "
-                    "it on.", fill=MUTED)
+                    "it on.", fill=MUTED, size=NOTE_SIZE)
     f.height = max(f.height, y)
     return f
 

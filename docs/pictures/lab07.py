@@ -6,6 +6,10 @@ import h100
 from svgfig import (INK, MUTED, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
                     Figure, hue, mix, text_width)
 
+# The running text inside the densest figures, a size above the smallest labels: a reader
+# reads it as prose, and its lines wrap, so the larger size costs height, not width.
+NOTE_SIZE = 13
+
 # The example most pictures draw: 32 query heads over 4 kv heads (a group of 8), head_size 128,
 # float16, tiles of 64 tokens, four warps (labs/07-cuda-gqa-decode/gqa_decode.hpp).
 NUM_HEADS, NUM_KV_HEADS, HEAD_SIZE = 32, 4, 128
@@ -68,12 +72,13 @@ def layouts() -> Figure:
     cell_w, cell_h = 47, 34
     f = Figure(820, 336, "One cache block in vLLM's two layouts",
                "A toy block of 4 tokens, 2 kv heads, head_size 16, float16; each cell is 16 "
-               "bytes (8 elements). Top: V0's key cache puts each kv head's slice first, as one "
+               "bytes (8 elements), labelled with its token and dimensions and coloured by its kv "
+               "head. Top: V0's key cache puts each kv head's slice first, as one "
                "contiguous run. Bottom: V1's flash layout puts each token first, its kv heads "
                "side by side, so one kv head's rows are strided.")
 
     def cell_label(t, h, c):
-        return [f"t{t} h{h}", f"d{c * x}-{c * x + x - 1}"]
+        return [f"t{t}", f"d{c * x}-{c * x + x - 1}"]
 
     def colour(h, t):
         return hue(h).fill if t % 2 == 0 else mix(hue(h).fill, hue(h).ink, 0.25)
@@ -107,6 +112,7 @@ def layouts() -> Figure:
     y2 = y1 + cell_h + 44
     f.text(10, y2, "the rows kv head 0's thread block loads from this block:", size=SIZE_SMALL,
            weight="bold")
+    f.legend(500, y2, [(hue(h), f"kv head {h}") for h in range(heads)])
     for t in range(tokens):
         a = g.left(t * heads * chunks)
         f.rect(a, y2 + 12, chunks * cell_w, 18, fill=hue(0).fill, stroke=hue(0).ink, sw=1)
@@ -120,7 +126,7 @@ def layouts() -> Figure:
                     "Consecutive rows are num_kv_heads × head_size elements apart: the token "
                     "stride of this layout. K and V share it, unsplit, untransposed. vLLM "
                     "allocates both as one tensor [2, num_blocks, block_size, num_kv_heads, "
-                    "head_size]; FlashInfer calls this order NHD.", fill=MUTED)
+                    "head_size]; FlashInfer calls this order NHD.", fill=MUTED, size=NOTE_SIZE)
     f.height = max(f.height, y)
     return f
 
@@ -163,18 +169,18 @@ def tiles() -> Figure:
     qk_steps = HEAD_SIZE // WMMA
     o_tiles = HEAD_SIZE // WMMA // NUM_WARPS
     cw, ch, hh = 26, 30, 15
-    groups = ["heads 8h′…8h′+7", "rows 8-15: 0"]
+    groups = ["group heads", "rows 8-15: 0"]
     f.legend(10, 12, [(WARPS[w], f"warp {w}") for w in range(NUM_WARPS)] +
              [("#f5f7fa", "read by every warp"), (POISON, "zero padding rows")])
     # Q · Kᵀ = S: Q's column slice k meets Kᵀ's row slice k; Kᵀ's column slice w is warp w's.
     y = 74
     qg = _tile(f, 116, y, 2, qk_steps, cw, hh, "Q (q tile)", f"[16, {HEAD_SIZE}] 16-bit",
-               lambda r, c: None, lambda r, c: f"k{c}" if r == 0 else "", row_labels=groups)
+               lambda r, c: None, lambda r, c: f"c{c}" if r == 0 else "", row_labels=groups)
     f.rect(qg.x, qg.y + hh, qg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
     f.text(qg.x + qg.width + 14, y + hh, "·", size=22, anchor="middle")
     kx = qg.x + qg.width + 30
     kg = _tile(f, kx, y, qk_steps, NUM_WARPS, 44, 20, "Kᵀ (key tile, col_major)",
-               f"[{HEAD_SIZE}, 64 tokens] 16-bit", lambda r, c: c, lambda r, c: f"k{r}")
+               f"[{HEAD_SIZE}, 64 tokens] 16-bit", lambda r, c: c, lambda r, c: f"c{r}")
     for w in range(NUM_WARPS):
         f.text(kg.cx(w), kg.y + kg.height + 10, f"t{16 * w}+", size=SIZE_SMALL,
                anchor="middle", fill=MUTED, mono=True)
@@ -182,12 +188,12 @@ def tiles() -> Figure:
     sx = kg.x + kg.width + 30
     _tile(f, sx, y, 2, NUM_WARPS, 44, hh, "S (scores)", "[16, 64] float",
           lambda r, c: c, lambda r, c: f"t{16 * c}+" if r == 0 else "")
-    yn = f.paragraph(10, kg.y + kg.height + 34, "Warp ω: for k = 0 … 7, mma_sync(s, Q[:, 16k …], "
-                     "Kᵀ[16k …, 16ω …]). The key tile lies in shared memory as [64 tokens, "
+    yn = f.paragraph(10, kg.y + kg.height + 34, "Warp ω: for c = 0 … 7, mma_sync(s, Q[:, 16c …], "
+                     "Kᵀ[16c …, 16ω …]). The key tile lies in shared memory as [64 tokens, "
                      f"{HEAD_SIZE}] row-major; read col_major, its rows 16ω … 16ω + 15 are "
                      "exactly Kᵀ's columns 16ω … 16ω + 15, so no transpose is ever stored. Each "
                      "warp stores its 16 columns of S; rows 8-15 come out 0 (zero queries).",
-                     fill=MUTED)
+                     fill=MUTED, size=NOTE_SIZE)
     # The softmax: rows to threads, all 16 rows.
     y2 = yn + 40
     f.text(10, y2 - 22, "softmax: row r of S and P belongs to threads 8r … 8r + 7 (lanes of "
@@ -202,10 +208,10 @@ def tiles() -> Figure:
     yn = f.paragraph(10, rg.y + rg.height + 40, "Each row is one query head: its max m, sum "
                      "denom and row_alpha = exp(m_old − m_new) are its own, reduced over its 8 "
                      "lanes (masks 4, 2, 1). Rows 8-15 (pale) are padding: computed like the "
-                     "others, never written out.", fill=MUTED)
+                     "others, never written out.", fill=MUTED, size=NOTE_SIZE)
     # P · V = acc
     y3 = yn + 46
-    pg = _tile(f, 116, y3, 2, NUM_WARPS, 44, hh, "P (probabilities)", "[16, 64] 16-bit",
+    pg = _tile(f, 116, y3, 2, NUM_WARPS, 44, hh, "P (weights)", "[16, 64] 16-bit",
                lambda r, c: None, lambda r, c: f"t{16 * c}+" if r == 0 else "",
                row_labels=groups)
     f.text(pg.x + pg.width + 14, y3 + hh, "·", size=22, anchor="middle")
@@ -223,15 +229,15 @@ def tiles() -> Figure:
                      f"{HEAD_SIZE // NUM_WARPS}ω … {HEAD_SIZE // NUM_WARPS}ω + "
                      f"{HEAD_SIZE // NUM_WARPS - 1} ({o_tiles} tiles): it scales their rows by "
                      "row_alpha in shared memory, loads them as accumulators, adds the 4 "
-                     "products P[:, 16j …] · V[16j …, its columns] and stores them back. Every "
-                     "warp reads all of P; the value tile sits beside its keys in the same "
-                     "stage of the ring.", fill=MUTED)
+                     "products P[:, 16u …] · V[16u …, its columns], u = 0 … 3, and stores them "
+                     "back. Every warp reads all of P; the value tile sits beside its keys in "
+                     "the same stage of the ring.", fill=MUTED, size=NOTE_SIZE)
     sizes = _shared_bytes(HEAD_SIZE)
     yn = f.paragraph(10, yn + 6, f"Shared memory at head_size {HEAD_SIZE}, rows padded by 16 "
                      "bytes (S: 32): " + ", ".join(f"{k} {v / 1024:.2f}".rstrip("0").rstrip(".") + " KiB"
                                                    for k, v in sizes.items()) +
                      f": {sum(sizes.values()) / 1024:.1f} KiB per thread block.",
-                     fill=MUTED)
+                     fill=MUTED, size=NOTE_SIZE)
     f.height = yn
     return f
 
@@ -239,21 +245,21 @@ def tiles() -> Figure:
 # ---- the tile loop as a timeline ------------------------------------------------------------------
 
 LOOP = [  # (what the threads do, copies in flight (cp.async groups), what the three stages hold)
-    ("3a  start the copies of tile t+2 into stage (t+2) mod 3; wait for tile t's keys",
-     "V t; tiles t+1, t+2", ("K t", "K/V t+1", "→ t+2")),
+    ("3a  start the copies of tile j+2 into stage (j+2) mod 3; wait for tile j's keys",
+     "V j; tiles j+1, j+2", ("K j", "K/V j+1", "→ j+2")),
     ("3b  S = Q·Kᵀ on tensor cores, warp ω: 16 columns; store S",
-     "V t; tiles t+1, t+2", ("K t (read)", "K/V t+1", "→ t+2")),
+     "V j; tiles j+1, j+2", ("K j (read)", "K/V j+1", "→ j+2")),
     ("3c  softmax per row: m, denom, row_alpha, P (16-bit)",
-     "V t; tiles t+1, t+2", ("K t", "K/V t+1", "→ t+2")),
-    ("3d  wait for tile t's values",
-     "tiles t+1, t+2", ("K/V t", "K/V t+1", "→ t+2")),
+     "V j; tiles j+1, j+2", ("K j", "K/V j+1", "→ j+2")),
+    ("3d  wait for tile j's values",
+     "tiles j+1, j+2", ("K/V j", "K/V j+1", "→ j+2")),
     ("3e  acc = diag(row_alpha) acc + P·V, warp ω: its columns",
-     "tiles t+1, t+2", ("V t (read)", "K/V t+1", "→ t+2")),
+     "tiles j+1, j+2", ("V j (read)", "K/V j+1", "→ j+2")),
 ]
-BARRIERS = {0: "(K) every thread's copies of K t landed and visible",
+BARRIERS = {0: "(K) every thread's copies of K j landed and visible",
             1: "(A) S complete: the softmax reads every warp's columns",
-            3: "(B) P, row_alpha and V t visible to every warp",
-            4: "(C) every warp done with stage t mod 3: free for tile t+3"}
+            3: "(B) P, row_alpha and V j visible to every warp",
+            4: "(C) every warp done with stage j mod 3: free for tile j+3"}
 
 
 def loop() -> Figure:
@@ -261,11 +267,11 @@ def loop() -> Figure:
     top = 50
     height = top + len(LOOP) * row_h + len(BARRIERS) * bar_h + 46
     f = Figure(820, height, "One tile of the loop",
-               "Top to bottom: the steps of tile t, the four barriers and what each protects, "
+               "Top to bottom: the steps of tile j, the four barriers and what each protects, "
                "the asynchronous copies still in flight, and what the ring's three stages hold.")
-    f.text(10, 16, "what the 128 threads do (tile t)", size=SIZE_TITLE, weight="bold")
+    f.text(10, 16, "what the 128 threads do (tile j)", size=SIZE_TITLE, weight="bold")
     f.text(460, 16, "copies in flight", size=SIZE_TITLE, weight="bold")
-    f.text(610, 16, "stages t, t+1, t+2", size=SIZE_TITLE, weight="bold")
+    f.text(610, 16, "stages j, j+1, j+2", size=SIZE_TITLE, weight="bold")
     y = top
     for i, (what, flight, holds) in enumerate(LOOP):
         two = len(what) >= 60  # the long step on two lines, centred on the row together
@@ -306,7 +312,7 @@ def targets() -> Figure:
     torch = h100.torch_sdpa(h100.TORCH_SDPA_RUN2)
     row_h = 70
     f = Figure(820, 104 + row_h * len(SHAPES), "Where the kernel landed on an H100",
-               "For the five benchmark batches, one run on one H100: labs 05's and 06's kernels, "
+               "For the five benchmark batches, one run on one H100: the kernels of labs 05 and 06, "
                "this lab's kernel and FlashAttention through PyTorch, the plain read of the same "
                "bytes, and this lab's target as a fraction of the read.")
     x0 = 230
@@ -316,9 +322,11 @@ def targets() -> Figure:
         y = 42 + row_h * i
         f.text(10, y + 10, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
         f.text(10, y + 25, f"target ≥ {target}% of the read", size=SIZE_SMALL, fill=MUTED)
-        # The read: the benchmark's own yardstick where the run reached it, else PyTorch's sum.
-        full = read[shape][0] if shape in read else torch[shape]["read_sum_GBps"]
+        # The read: the benchmark's own yardstick, one for every batch. Where the run stopped
+        # before the yardstick's own entry, its rate in this kernel's loop, which the kernel's
+        # roofline_pct implies (the chapter's table of these batches, its note 3).
         mine_gbps, mine_pct = mine[shape]
+        full = read[shape][0] if shape in read else mine_gbps / (mine_pct / 100)
         flash = torch[shape]["sdpa_flash_GBps"]
         h100.batch_bars(f, x0, scale, y, full, target, [
             (WARPS[0], v1[shape][0] if shape in v1 else None,

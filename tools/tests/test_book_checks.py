@@ -404,3 +404,82 @@ class FigureLinksTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def _browser_missing() -> str | None:
+    """Why the browser checks cannot run here (None when they can)."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "no Selenium for this Python (Debian: python3-selenium, run with /usr/bin/python3)"
+    if not (check._find_chromium() and check._find_chromedriver()):
+        return "no chromium and chromedriver (Debian: chromium, chromium-driver)"
+    return None
+
+
+@unittest.skipIf(_browser_missing(), _browser_missing() or "")
+class FigureTextInTheBrowserTest(unittest.TestCase):
+    """The browser's figure-text check measures text as the page draws it: a figure that CSS
+    shrinks, or whose small text comes from a <style> rule, is reported although its SVG file
+    says 12 px; the same figure drawn at full size passes. (The file-only estimate,
+    figure_text_check, passes all three: that is why the browser measures.)"""
+
+    STYLE_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="820" height="100" '
+                 'viewBox="0 0 820 100" font-size="12"><style>.note { font-size: 7px; }</style>'
+                 '<text x="10" y="20">label at 12</text>'
+                 '<text x="10" y="60" class="note">a note a style rule shrinks</text></svg>')
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls._tmp = tempfile.TemporaryDirectory()
+        cls.tmp = Path(cls._tmp.name)
+        cls.driver = check._start_browser(cls.tmp / "chromedriver.log")
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.driver.quit()
+        cls._tmp.cleanup()
+
+    def setUp(self) -> None:
+        self.site = Site(Path(tempfile.mkdtemp(dir=self.tmp)))
+
+    def _problems(self, page: str, width: int = 1400) -> list[str]:
+        self.driver.set_window_size(width, 900)
+        self.driver.get((self.site.dir / page).as_uri())
+        return check._figure_text(self.driver, width, 12)
+
+    def test_a_figure_css_shrinks_is_reported(self):
+        # 12 px text in an 820 px figure that CSS draws 500 px wide: 12 * 500 / 820 = 7.3 px.
+        self.site.svg("shrunk.svg", '<text x="1" y="20">12 px in the file</text>')
+        page = self.site.page("lab_05.html", '<style>object { width: 500px; }</style>'
+                                             '<div class="image"><object type="image/svg+xml" '
+                                             'data="shrunk.svg"></object></div>')
+        self.assertEqual(check.figure_text_check(self.site.dir, self.site.pages, 840), [])
+        problems = self._problems(page)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("shrunk.svg: 1 text(s) smaller than 12 px", problems[0])
+        self.assertIn("sizes 7.3 px", problems[0])
+
+    def test_a_shrunk_img_is_reported_too(self):
+        self.site.svg("shrunk.svg", '<text x="1" y="20">12 px in the file</text>')
+        page = self.site.page("lab_05.html", '<div class="image"><img src="shrunk.svg" '
+                                             'style="width: 410px"/></div>')
+        problems = self._problems(page)
+        self.assertTrue(problems and "sizes 6 px" in problems[0], problems)
+
+    def test_small_text_from_a_style_rule_is_reported(self):
+        (self.site.dir / "styled.svg").write_text(self.STYLE_SVG, encoding="utf-8")
+        page = self.site.page("lab_05.html", '<div class="image"><object type="image/svg+xml" '
+                                             'data="styled.svg"></object></div>')
+        problems = self._problems(page)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn('"a note a style rule shrinks"', problems[0])
+        self.assertNotIn("label at 12", problems[0])
+
+    def test_a_figure_drawn_at_its_own_size_passes(self):
+        self.site.svg("fine.svg", '<text x="1" y="20">12 px</text>'
+                                  '<g transform="scale(1.5)"><text x="1" y="40">9 px × 1.5</text></g>'
+                                  .replace("<text x=\"1\" y=\"40\">", '<text x="1" y="40" font-size="9">'))
+        page = self.site.page("lab_05.html", '<div class="image"><object type="image/svg+xml" '
+                                             'data="fine.svg"></object></div>')
+        self.assertEqual(self._problems(page), [])
