@@ -38,7 +38,7 @@ def paged_kv() -> Figure:
             return "unused", FREE
         return "", FREE
     pool = f.grid(520, top, NUM_BLOCKS, BLOCK_SIZE, 58, row_h, cell, size=SIZE_SMALL,
-                  col_labels=[f"slot {s}" for s in range(BLOCK_SIZE)])
+                  col_labels=[f"offset {s}" for s in range(BLOCK_SIZE)])
     for b in range(NUM_BLOCKS):
         f.text(pool.right(BLOCK_SIZE - 1) + 8, pool.cy(b), f"block {b}", size=SIZE_SMALL,
                fill=MUTED)

@@ -116,7 +116,7 @@ def scratch() -> Figure:
     y = f.paragraph(10, 270, "entry (b, h, p) sits at (b · num_heads + h) · max_num_partitions "
                     "+ p; tmp_out multiplies that by head_size and adds d.")
     y = f.paragraph(10, y + 2, "The partition extent is max_num_partitions for every sequence. A "
-                    "one-partition sequence (s1) and the partitions past a sequence's own count "
+                    "one-partition sequence (b1) and the partitions past a sequence's own count "
                     "(b1 p1, b1 p2, b2 p2) are never written and never read: whatever a previous "
                     "step left there stays.", fill=MUTED)
     f.height = max(f.height, y)

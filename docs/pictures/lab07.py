@@ -282,7 +282,7 @@ def loop() -> Figure:
         f.rect(460, y + 4, 140, row_h - 8, fill=STATE.fill, stroke=STATE.ink, sw=1)
         f.text(530, y + row_h / 2, flight, size=SIZE_SMALL, anchor="middle")
         for j, h in enumerate(holds):
-            kind = WARPS[0] if h.startswith("K t") else WARPS[2] if h.startswith(("V t", "K/V t")) \
+            kind = WARPS[0] if h.startswith("K j") else WARPS[2] if h.startswith(("V j", "K/V j")) \
                 and j == 0 else STATE
             f.rect(610 + 70 * j, y + 4, 66, row_h - 8, fill=kind.fill, stroke=kind.ink, sw=1)
             f.text(643 + 70 * j, y + row_h / 2, h, size=SIZE_SMALL, anchor="middle")

@@ -88,8 +88,8 @@ struct KvTile {
     //          `table` [its blocks], into the same row and chunk of `stage` [kTileTokens, ld],
     //          with __pipeline_memcpy_async. Invariants: a token at or past `end` becomes a row
     //          of zeros and nothing of it is read, and every address given is one of the
-    //          partition's own blocks, which exist (§ The tiles: who holds which rows).
-    //          Stuck? tools/lab hint 07 kv_tile
+    //          partition's own blocks, which exist (§ The pipeline: asynchronous copies
+    //          into a ring). Stuck? tools/lab hint 07 kv_tile
   }
 };
 /// [kv_tile]
@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   //         sequence's own num_partitions; the number of kTileTokens tiles; the shared tiles
   //         (const Tiles tiles(shared_mem) over SIMT_DYNAMIC_SHARED(unsigned char, shared_mem)).
   //         Invariant: a block whose partition starts at or past seq_len returns before any
-  //         barrier (§ Why grouped-query attention makes v1 and v2 read each byte G times).
+  //         barrier (§ Split-KV: each partition's result).
 
   // TODO 2. Goal: everything the loop starts from. Out: tiles.q [kTileRows, Tiles::kLdQ], row
   //         r < group_size the query of head first_head + r (q is [num_seqs, num_heads,
