@@ -17,8 +17,8 @@ def threads() -> Figure:
     owner = [t for t, r in enumerate(runs) for _ in range(r)]
     f = Figure(820, 372, "Partitions dealt to threads, folded in range order",
                "37 keys in 10 ranges; thread 0 (the caller) computes ranges 0-3, thread 1 "
-               "ranges 4-6, thread 2 ranges 7-9; each writes its own slots; after the joins "
-               "the slots are merged left to right.")
+               "ranges 4-6, thread 2 ranges 7-9; each writes its own entries; after the joins "
+               "the entries are merged left to right.")
     kx, kw = 40, 20
     f.text(10, 14, f"{NUM_KEYS} keys in {NUM_PARTITIONS} ranges (array_split: "
            f"{', '.join(map(str, sizes))})", size=SIZE_TITLE, weight="bold")
@@ -26,7 +26,7 @@ def threads() -> Figure:
     keys = f.grid(kx, 32, 1, NUM_KEYS, kw, 24,
                   lambda r, c: ("", hue(owner[key_owner[c]])), size=SIZE_SMALL)
     starts = [sum(sizes[:i]) for i in range(NUM_PARTITIONS)]
-    slot_w, slot_pitch = 60, 69  # leaves room right of slot 9 for the join's label
+    slot_w, slot_pitch = 60, 69  # leaves room right of entry 9 for the join's label
     slot_y = 120
     for i in range(NUM_PARTITIONS):
         x0, x1 = keys.left(starts[i]), keys.right(starts[i] + sizes[i] - 1)
@@ -35,8 +35,8 @@ def threads() -> Figure:
         sx = kx + i * slot_pitch
         f.arrow((x0 + x1) / 2, 58, sx + slot_w / 2, slot_y - 1, color=hue(owner[i]).ink)
     f.line(keys.right(NUM_KEYS - 1), 28, keys.right(NUM_KEYS - 1), 60, stroke=INK, sw=1.2)
-    # The threads, as brackets under their runs of slots: below the arrows, so no line crosses
-    # a label; the slots' connectors to the fold start under the labels.
+    # The threads, as brackets under their runs of entries: below the arrows, so no line crosses
+    # a label; the entries' connectors to the fold start under the labels.
     bracket_y = slot_y + 36 + 10
     first = 0
     for t, r in enumerate(runs):
@@ -48,11 +48,11 @@ def threads() -> Figure:
         f.text((x0 + x1) / 2, bracket_y + 13, f"{name}: ranges {first}–{first + r - 1}",
                size=SIZE_SMALL, anchor="middle", fill=hue(t).ink, weight="bold")
         first += r
-    # The slots: one Partial per range, written only by the thread that owns the range.
+    # The entries: one Partial per range, written only by the thread that owns the range.
     f.text(10, slot_y - 14, "", size=SIZE_SMALL)
     for i in range(NUM_PARTITIONS):
         sx = kx + i * slot_pitch
-        f.box(sx, slot_y, slot_w, 36, [f"slot {i}", "Partial"], fill=hue(owner[i]).fill,
+        f.box(sx, slot_y, slot_w, 36, [f"entry {i}", "Partial"], fill=hue(owner[i]).fill,
               stroke=hue(owner[i]).ink, size=SIZE_SMALL, rx=2)
     # Every thread joined, then one left fold in range order. The join's label sits right of
     # the last connector, where no line runs.
@@ -79,10 +79,10 @@ def threads() -> Figure:
     f.box(prev - 96, fold_y + 45, 120, 28, "acc / denom, once", fill="#ffffff", stroke=INK,
           size=SIZE_SMALL)
     # The notes, below the fold and left of the result box: no line runs under them.
-    y = f.paragraph(10, fold_y + 40, "σ_{p} is slot p's Partial. ((((σ_{0} ⊕ σ_{1}) ⊕ σ_{2}) ⊕ …) "
+    y = f.paragraph(10, fold_y + 40, "σ_{p} is entry p's Partial. ((((σ_{0} ⊕ σ_{1}) ⊕ σ_{2}) ⊕ …) "
                     "⊕ σ_{9}): the order depends on the ranges only, so 1, 2 or 8 threads give "
                     "the same bits.", width=prev - 96 - 30, fill=MUTED)
-    y = f.paragraph(10, y + 4, "std::vector<Partial> slots(10) is made before any thread "
+    y = f.paragraph(10, y + 4, "std::vector<Partial> partials(10) is made before any thread "
                     "starts: no two threads write the same element, so no lock.",
                     width=prev - 96 - 30, fill=MUTED)
     f.height = max(f.height, y)

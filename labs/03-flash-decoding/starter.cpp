@@ -62,12 +62,12 @@ Vec merge_partials(const std::vector<Partial>& partials) {
 //
 // TODO, in this order:
 //   1. Work out where every range starts (a vector of num_partitions + 1 offsets is handy).
-//   2. Make a std::vector<Partial> with one slot per range. Write a lambda that attends the
-//      ranges [first, last) into their own slots, and check it with one call over all ranges.
+//   2. Make a std::vector<Partial> with one entry per range. Write a lambda that attends the
+//      ranges [first, last) into their own entries, and check it with one call over all ranges.
 //   3. Now the threads: deal the ranges out as contiguous runs to at most num_threads threads
 //      (std::thread or std::jthread; more threads than ranges must work) and join them all.
-//      Each thread writes only its own slots, so nothing needs a lock.
-//   4. merge_partials over the slots, in range order. Ask yourself why merging in the order
+//      Each thread writes only its own entries, so nothing needs a lock.
+//   4. merge_partials over the entries, in range order. Ask yourself why merging in the order
 //      the threads happen to finish would make the result's last bits change between runs.
 Vec partitioned_attention(const Vec& q, const Mat& K, const Mat& V, int num_partitions,
                           int num_threads) {
