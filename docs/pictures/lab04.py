@@ -42,8 +42,9 @@ def masks() -> Figure:
     f.legend(10, 226, [(VISIBLE, "attended"), (MASKED, "masked (−∞ before the softmax)")])
     y = f.paragraph(10, 252, "Query i sits at position L − n + i and sees keys 0 … L − n + i: "
                     "the last query always sees every key. A mask anchored top-left (j ≤ i) is "
-                    "right only for the fresh prefill; is_causal = (n == L) only for the prefill "
-                    "and the decode.", fill=MUTED)
+                    "right only for the fresh prefill. A flag is_causal = (n == L) is right for the "
+                    "prefill (the top-left mask) and the decode (one query, no mask), but not for "
+                    "the chunk, whose queries start L − n keys in.", fill=MUTED)
     f.height = max(f.height, y)
     return f
 
