@@ -130,8 +130,8 @@ def reduce() -> Figure:
     n = 5
     f = Figure(820, 372, "The reduce kernel as a merge tree",
                "Five partials of one (sequence, head): their maxima fold into M; each partition "
-               "gets its rescale factor βₚ, e to the power mₚ − M; the rescaled denominators and "
-               "accumulators are summed and divided once.")
+               "gets its rescale factor βₚ, e to the power mₚ − M; each partition's denominator and "
+               "accumulator, rescaled by its βₚ, are summed, and the sum is divided once.")
     f.text(10, 14, "paged_attention_v2_reduce_kernel: one thread block per (head, sequence)",
            size=SIZE_TITLE, weight="bold")
     bw, gap, by = 128, 22, 300
@@ -163,7 +163,20 @@ def reduce() -> Figure:
           stroke=INK, size=SIZE_SMALL, mono=True)
     f.arrow(205, sy - 1, centre - 60, 53, color=INK)
     f.arrow(615, sy - 1, centre + 60, 53, color=INK)
-    y = f.paragraph(10, by + 64, "The same partition order and the same trees on every run: the "
+    # Every partition's denominator and accumulator go straight to the two sums (only the maxima
+    # go through M): a bus under the partitions, up both margins, into the sums' outer sides.
+    bus_y, rail_left, rail_right = by + 66, 20, 800
+    for p, x in enumerate(xs):
+        f.line(x + bw / 2, by + 49, x + bw / 2, bus_y, stroke=hue(p).ink)
+    f.line(rail_left, bus_y, rail_right, bus_y, stroke=INK)
+    f.path(f"M{rail_left},{bus_y} L{rail_left},{sy + 20} L39,{sy + 20}", stroke=INK, arrow=True)
+    f.path(f"M{rail_right},{bus_y} L{rail_right},{sy + 20} L781,{sy + 20}", stroke=INK,
+           arrow=True)
+    f.text(rail_left + 6, sy + 58, "denomₚ", size=SIZE_SMALL)
+    f.text(rail_right - 6, sy + 58, "accₚ", size=SIZE_SMALL, anchor="end")
+    f.text(centre, bus_y + 16, "mₚ goes to the max; denomₚ and accₚ go to the sums, "
+           "scaled there by βₚ", size=SIZE_SMALL, anchor="middle")
+    y = f.paragraph(10, bus_y + 40, "The same partition order and the same trees on every run: the "
                     "result does not depend on which attention block finished first.", fill=MUTED)
     f.height = max(f.height, y)
     return f
