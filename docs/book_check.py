@@ -58,7 +58,7 @@ PAPER_HOSTS = {
 }
 
 # The sections every chapter has, as `lab_NN_<suffix>` ids.
-CHAPTER_SECTIONS = ("why", "background", "files", "run", "implement", "tests", "notes",
+CHAPTER_SECTIONS = ("glance", "why", "background", "files", "run", "implement", "tests", "notes",
                     "check", "further", "references")
 
 # Attributes that load or link something, per tag (HTML and SVG).
