@@ -436,6 +436,16 @@ def _figures_of(html_dir: Path, pages: list[str]) -> dict[str, list[str]]:
     return shown
 
 
+def _too_small(texts, min_px: float) -> tuple[int, str, str] | None:
+    """Of [(px, text)], those under `min_px` (a twentieth of a px of slack for rounding): (how
+    many, their sizes "9.5, 10", the first three quoted), or None when there are none."""
+    small = sorted((px, t) for px, t in texts if px < min_px - 0.05)
+    if not small:
+        return None
+    sizes = ", ".join(f"{s:g}" for s in sorted({round(px, 1) for px, _ in small}))
+    return len(small), sizes, "; ".join(f'"{t[:30]}"' for _, t in small[:3])
+
+
 def figure_text_check(html_dir: Path, pages: list[str], column_px: float = COLUMN_PX,
                       min_px: float = MIN_FIGURE_TEXT_PX) -> list[str]:
     """Text in a figure smaller than `min_px` at the column width: the SVG's font size times the
@@ -450,14 +460,12 @@ def figure_text_check(html_dir: Path, pages: list[str], column_px: float = COLUM
         except Exception as e:  # noqa: BLE001 (a broken SVG is reported, not raised)
             problems.append(f"{name}: not readable as SVG ({e})")
             continue
-        small = sorted((px, t) for px, t in texts if px < min_px - 0.05)
+        small = _too_small(texts, min_px)
         if small:
-            sizes = sorted({round(px, 1) for px, _ in small})
-            samples = "; ".join(f'"{t[:30]}"' for _, t in small[:3])
-            problems.append(f"{name} (on {', '.join(sorted(set(where)))}): {len(small)} text(s) "
+            count, sizes, samples = small
+            problems.append(f"{name} (on {', '.join(sorted(set(where)))}): {count} text(s) "
                             f"smaller than {min_px:g} px at the {column_px:.0f} px column "
-                            f"(drawn at {scale:.0%}; sizes {', '.join(f'{s:g}' for s in sizes)} px): "
-                            f"{samples}")
+                            f"(drawn at {scale:.0%}; sizes {sizes} px): {samples}")
     return problems
 
 
@@ -792,14 +800,12 @@ def _figure_text(driver, width: int, min_px: float) -> list[str]:
     wide (FIGURE_TEXT): one problem per figure."""
     problems = []
     for figure in driver.execute_script(FIGURE_TEXT):
-        small = sorted((px, t) for px, t in figure["texts"] if px < min_px - 0.05)
+        small = _too_small(figure["texts"], min_px)
         if small:
-            sizes = sorted({round(px, 1) for px, _ in small})
-            samples = "; ".join(f'"{t[:30]}"' for _, t in small[:3])
-            problems.append(f"figure {Path(figure['url']).name}: {len(small)} text(s) smaller than "
+            count, sizes, samples = small
+            problems.append(f"figure {Path(figure['url']).name}: {count} text(s) smaller than "
                             f"{min_px:g} px as drawn at a {width} px window (the figure "
-                            f"{figure['drawn']} px wide; sizes {', '.join(f'{s:g}' for s in sizes)}"
-                            f" px): {samples}")
+                            f"{figure['drawn']} px wide; sizes {sizes} px): {samples}")
     return problems
 
 
