@@ -1127,11 +1127,10 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
               f"{'ok' if not small else f'{small} figure(s) too small'}")
         print(f"  screenshots ({WIDTHS[0]} px): {shots_dir} (whole pages), "
               f"{shots_dir / 'elements'} (test tables, figures, the widest snippet of each page)")
-    column, narrow_column = COLUMN_PX, NARROW_COLUMN_PX
-
     if not browser:
         # Without a browser, the SVG files' own sizes at the column widths the browser would
         # measure; the browser's FIGURE_TEXT check, above, replaces this estimate.
+        column, narrow_column = COLUMN_PX, NARROW_COLUMN_PX
         print(f"== Figure text at the column width ({column} px; at least {MIN_FIGURE_TEXT_PX} px)")
         problems = figure_text_check(html_dir, [f for f, _ in book_pages(html_dir)], column)
         for p in problems:

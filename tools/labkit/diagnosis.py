@@ -225,14 +225,13 @@ def rank_steps(cat: Catalogue, failing: frozenset, steps: list[hints.Step] | Non
         weight = cat.weight(test)
         for sid, p in step_weights(cat, test, steps, table).items():
             evidence[sid] = evidence.get(sid, 0.0) + weight * p
+    # Per step, its known bugs' Jaccard matches and, for the neighbours' score, how far each one's
+    # whole pattern is from the student's.
     matches: dict[str, list[tuple[float, str]]] = {}
-    for k in cat.known:
-        if k.step:
-            matches.setdefault(k.step, []).append((similarity(cat, failing, k.failing), k.key))
-    # The neighbours: each step's known bugs, by how far their whole pattern is from the student's.
     near: dict[str, list[float]] = {}
     for k in cat.known:
         if k.step:
+            matches.setdefault(k.step, []).append((similarity(cat, failing, k.failing), k.key))
             distance = sum(cat.weight(t) for t in failing ^ k.failing)
             near.setdefault(k.step, []).append(math.exp(-NEIGHBOUR_DECAY * distance))
     near_mean = {sid: sum(v) / len(v) for sid, v in near.items()}
@@ -302,12 +301,11 @@ def diagnose(tests: list, table: dict, lab: Lab, cat: Catalogue | None = None,
             # ... unless it is a known bug: the same tests fail and its report names a line of
             # the same step, yet the bug lives in another (an index computed early that
             # overruns a buffer later): the catalogue knows where.
-            same = {k.step for k in cat.known if k.failing == failing and k.at == located.id}
-            if len(same) == 1 and located.id not in same:
-                step = next((s for s in hints.load(lab, root) if s.id in same), None)
+            same = [k for k in cat.known if k.failing == failing and k.at == located.id]
+            if len({k.step for k in same}) == 1 and same[0].step != located.id:
+                step = next((s for s in hints.load(lab, root) if s.id == same[0].step), None)
                 if step is not None:
-                    return Diagnosis(fallback, step, 1.0,
-                                     [k.key for k in cat.known if k.failing == failing])
+                    return Diagnosis(fallback, step, 1.0, [k.key for k in same])
             return Diagnosis(fallback, located, located=True)
     if not failing or not cat.known:
         return Diagnosis(fallback, None)
