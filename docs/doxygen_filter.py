@@ -88,11 +88,11 @@ def _about(graded: list[_Row], suites: list[str], backends: dict[str, list[str]]
     total = sum(row.points for row in graded)
     text = f"{_count(len(graded), 'graded test')}, {_count(total, 'point')}"
     if len(suites) == 1:
-        text += (f", all in suite `{suites[0]}`, so a row shows only what follows "
-                 f"`{suites[0]}.` in its test's name")
+        text += (f", all in suite `{suites[0]}`, so the rows name their tests without the "
+                 f"`{suites[0]}.` prefix")
     elif suites:
-        text += (f", in {len(suites)} suites, each headed by a row of its own; a row shows only "
-                 f"what follows the suite's name and its dot in its test's name")
+        text += (f", in {len(suites)} suites; each suite heads its own rows, which name their "
+                 f"tests without the `Suite.` prefix")
     runs = {tuple(backends.get(suite, ())) for suite in suites}
     if len(runs) == 1 and (names := next(iter(runs))):
         text += (f"; each runs as {_listed([f'`/{name}`' for name in names])}, "
@@ -121,7 +121,7 @@ def _html_rows(rows: list[_Row], backends: dict[str, list[str]]) -> list[str]:
         else:
             if len(suites) > 1 and row.suite != shown_suite:
                 mine = [r for r in graded if r.suite == row.suite]
-                html += _heading(f"suite `{row.suite}`: {_count(len(mine), 'test')}, "
+                html += _heading(f"The `{row.suite}` suite: {_count(len(mine), 'test')}, "
                                  f"{_count(sum(r.points for r in mine), 'point')}")
             shown_suite = row.suite
             name = f"`{row.name}`"

@@ -426,9 +426,9 @@ class TestTableCaptionTest(unittest.TestCase):
         self.assertEqual(len(out), len(table))
         self.assertIn("3 graded tests, 4 points, in 2 suites", out[2])
         self.assertNotIn("runs as", out[2])  # no suite of backends
-        self.assertIn("suite `S`: 2 tests, 3 points", out[2])
+        self.assertIn("The `S` suite: 2 tests, 3 points", out[2])
         self.assertNotIn("book-tests-suite", out[3])  # S's heading came with its first row
-        self.assertIn("suite `T`: 1 test, 1 point", out[4])
+        self.assertIn("The `T` suite: 1 test, 1 point", out[4])
         self.assertIn('<td colspan="3">not graded</td>', out[5])
         self.assertIn('<td class="book-test-name">`SChecks.*`</td><td class="book-test-pts">—</td>'
                       '<td>the checks, not graded</td>', out[5])  # no hint line for "—"
