@@ -115,7 +115,7 @@ def _html_rows(rows: list[_Row], backends: dict[str, list[str]]) -> list[str]:
         html = ""
         if not row.points or not row.suite:
             if shown_suite != "":
-                html += _heading("not graded" if not row.points else "other tests")
+                html += _heading("Not graded" if not row.points else "Other tests")
                 shown_suite = ""
             name = row.test  # its full name: these rows belong to no suite headed above
         else:

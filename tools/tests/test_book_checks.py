@@ -429,7 +429,7 @@ class TestTableCaptionTest(unittest.TestCase):
         self.assertIn("The `S` suite: 2 tests, 3 points", out[2])
         self.assertNotIn("book-tests-suite", out[3])  # S's heading came with its first row
         self.assertIn("The `T` suite: 1 test, 1 point", out[4])
-        self.assertIn('<td colspan="3">not graded</td>', out[5])
+        self.assertIn('<td colspan="3">Not graded</td>', out[5])
         self.assertIn('<td class="book-test-name">`SChecks.*`</td><td class="book-test-pts">—</td>'
                       '<td>the checks, not graded</td>', out[5])  # no hint line for "—"
 
