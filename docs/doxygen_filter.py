@@ -7,9 +7,13 @@ right line:
   delimit the code the book shows with \\snippet; read as documentation they would prefix the
   next function's contract with "[name]". \\snippet reads the unfiltered file.
 - Markdown pages: each chapter's "What the tests prove" table (columns test | pts | what it pins
-  | hint, the form tools/lab grade reads) becomes an HTML table that gives every test a row of
-  its own for its name and points, above its two text columns side by side: with four columns,
-  the long test names squeezed the text to a word per line. A page without a table of contents
+  | hint, the form tools/lab grade reads) becomes an HTML table of three columns, test | pts |
+  what it pins, with each hint as a muted second line under what its row pins. Its first row
+  gives the totals (graded tests, points) and names the suite once, so a row shows only the
+  test's own name; a table of several suites gets a row heading each suite, and the rows that
+  are not graded a heading of their own under which they keep their full names.
+  docs/tidy_html.py then lets the short names break between their words. (Four columns of long
+  `Suite.Test` names and long cells read as a wall of text.) A page without a table of contents
   gets `\\tableofcontents` appended at the end, so every chapter has the interactive contents in
   its margin.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 MARKER = re.compile(r"[ \t]*//[/!][ \t]*\[[A-Za-z0-9_.-]+\][ \t]*\r?\n?")
 TESTS_HEADER = re.compile(r"\|\s*test\s*\|\s*pts\s*\|\s*what it pins\s*\|\s*hint\s*\|\s*")
@@ -26,8 +31,29 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-TESTS_COLUMNS = ("<tr><th>what it pins</th><th>hint, printed by <code>tools/lab grade</code> "
-                 "when the test fails</th></tr>")
+TESTS_COLUMNS = ('<tr><th class="book-test-name">test</th><th class="book-test-pts">pts</th>'
+                 '<th>what it pins</th></tr>')
+# The one name a test cell holds, `Suite.Test` (tools/labkit/grading.py reads it the same way).
+TEST_NAME = re.compile(r"`(\w+)\.([^`]+)`")
+# The end of every graded row's hint (grading.py requires it): the section it points to.
+HINT_SECTION = re.compile(r"→\s*\\ref\s+(\w+)\s*$")
+# A value-parameterised suite of a lab's tests: `INSTANTIATE_TEST_SUITE_P(, Suite,
+# ::testing::Values(Backend::kEmulator, Backend::kCuda), ...)` runs every test as Test/Emulator
+# and Test/Cuda.
+SUITE_BACKENDS = re.compile(r"INSTANTIATE_TEST_SUITE_P\(\s*\w*\s*,\s*(\w+)\s*,\s*"
+                            r"::testing::Values\(([^)]*)\)")
+
+
+def suite_backends(sources: list[str]) -> dict[str, list[str]]:
+    """Suite -> the backends each of its tests runs on ("Emulator", "Cuda"), from the text of a
+    lab's test files; suites not instantiated over backends are absent."""
+    found: dict[str, list[str]] = {}
+    for text in sources:
+        for m in SUITE_BACKENDS.finditer(text):
+            names = re.findall(r"Backend::k(\w+)", m.group(2))
+            if names:
+                found[m.group(1)] = names
+    return found
 
 
 def _has_caption(lines: list[str], i: int) -> bool:
@@ -40,12 +66,91 @@ def _has_caption(lines: list[str], i: int) -> bool:
     return j >= 0 and lines[j].startswith("Table: ")
 
 
-def tests_table(lines: list[str], lab: str | None = None) -> list[str]:
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _listed(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+class _Row:
+    def __init__(self, line: str):
+        self.test, pts, self.pins, self.hint = (_cells(line) + ["", "", "", ""])[:4]
+        self.points = int(pts) if pts.isdigit() else 0
+        name = TEST_NAME.fullmatch(self.test)
+        self.suite, self.name = (name.group(1), name.group(2)) if name else ("", self.test)
+
+
+def _about(graded: list[_Row], suites: list[str], backends: dict[str, list[str]]) -> str:
+    """The table's first row: totals, the suite (named once), and the backends every test
+    runs on."""
+    total = sum(row.points for row in graded)
+    text = f"{_count(len(graded), 'graded test')}, {_count(total, 'point')}"
+    if len(suites) == 1:
+        text += (f", all in suite `{suites[0]}`, so the rows name their tests without the "
+                 f"`{suites[0]}.` prefix")
+    elif suites:
+        text += (f", in {len(suites)} suites; each suite heads its own rows, which name their "
+                 f"tests without the `Suite.` prefix")
+    runs = {tuple(backends.get(suite, ())) for suite in suites}
+    if len(runs) == 1 and (names := next(iter(runs))):
+        text += (f"; each runs as {_listed([f'`/{name}`' for name in names])}, "
+                 f"one row for {'both' if len(names) == 2 else 'all'}")
+    return f'<tr class="book-tests-about"><td colspan="3">{text}.</td></tr>'
+
+
+def _heading(text: str) -> str:
+    return f'<tr class="book-tests-suite"><td colspan="3">{text}</td></tr>'
+
+
+def _html_rows(rows: list[_Row], backends: dict[str, list[str]]) -> list[str]:
+    """The HTML of each row of a test table, headings of suites included; the first also opens
+    the table with its totals and column headings, the last closes it."""
+    graded = [row for row in rows if row.points]
+    suites = list(dict.fromkeys(row.suite for row in graded if row.suite))
+    shown_suite: str | None = None
+    out = []
+    for row in rows:
+        html = ""
+        if not row.points or not row.suite:
+            if shown_suite != "":
+                html += _heading("Not graded" if not row.points else "Other tests")
+                shown_suite = ""
+            name = row.test  # its full name: these rows belong to no suite headed above
+        else:
+            if len(suites) > 1 and row.suite != shown_suite:
+                mine = [r for r in graded if r.suite == row.suite]
+                html += _heading(f"The `{row.suite}` suite: {_count(len(mine), 'test')}, "
+                                 f"{_count(sum(r.points for r in mine), 'point')}")
+            shown_suite = row.suite
+            name = f"`{row.name}`"
+        pins = row.pins
+        section = HINT_SECTION.search(row.hint)
+        if section:
+            question = row.hint[:section.start()].strip()
+            pins += (f'<span class="book-hint"><span class="book-hint-label">Hint:</span> '
+                     f"{question} →&nbsp;§&nbsp;\\ref {section.group(1)}</span>")
+        elif row.hint and row.hint not in ("—", "-"):
+            pins += (f'<span class="book-hint"><span class="book-hint-label">Hint:</span> '
+                     f"{row.hint}</span>")
+        html += (f'<tr><td class="book-test-name">{name}</td>'
+                 f'<td class="book-test-pts">{row.points or "—"}</td><td>{pins}</td></tr>')
+        out.append(html)
+    out[0] = ('<table class="book-tests">' + _about(graded, suites, backends) + TESTS_COLUMNS
+              + out[0])
+    out[-1] += "</table>"
+    return out
+
+
+def tests_table(lines: list[str], lab: str | None = None,
+                backends: dict[str, list[str]] | None = None) -> list[str]:
     """The lines of a markdown file with each test table rewritten as HTML, line for line. A
     table with no `Table: ` caption above it gets the book's caption for a test table (every
     chapter table has a numbered caption, docs/tidy_html.py): its header and |---| lines become
     the caption paragraph and a blank line, and the table opens on the first test's line, so
-    every line after it keeps its number. `lab`: the chapter's number, "05"."""
+    every line after it keeps its number. `lab`: the chapter's number, "05"; `backends`: suite ->
+    the backends its tests run on (suite_backends)."""
     out: list[str] = []
     i = 0
     while i < len(lines):
@@ -54,32 +159,25 @@ def tests_table(lines: list[str], lab: str | None = None) -> list[str]:
             out.append(line)
             i += 1
             continue
-        rows = i + 2 < len(lines) and lines[i + 2].startswith("|")
-        if rows and not _has_caption(lines, i):
+        end = i + 2
+        while end < len(lines) and lines[end].startswith("|"):
+            end += 1
+        if end == i + 2:  # a header with no rows: left for Doxygen and the checks to show
+            out.append(line)
+            i += 1
+            continue
+        if not _has_caption(lines, i):
             whose = f"lab {lab}" if lab else "this lab"
             out.append(f"Table: The graded tests of {whose}: what each one pins, and the hint "
                        f"`tools/lab grade` prints when it fails.\n")
             out.append("\n")
-            opening = f'<table class="book-tests">{TESTS_COLUMNS}'
         else:
-            # Header and |---| line, then one line per test.
-            out.append('<table class="book-tests">\n')
-            out.append(TESTS_COLUMNS + "\n")
-            opening = ""
-        i += 2
-        while i < len(lines) and lines[i].startswith("|"):
-            test, pts, pins, hint = (_cells(lines[i]) + ["", "", "", ""])[:4]
-            if pts.isdigit():
-                points = f'{pts} point{"s" if pts != "1" else ""}'
-            else:
-                points = "not graded"
-            row = (f'<tr class="book-test"><td colspan="2">{test}'
-                   f'<span class="book-pts">{points}</span></td></tr>'
-                   f"<tr><td>{pins}</td><td>{hint}</td></tr>")
-            last = i + 1 >= len(lines) or not lines[i + 1].startswith("|")
-            out.append(opening + row + ("</table>" if last else "") + "\n")
-            opening = ""
-            i += 1
+            # Two lines to fill before the rows: the table opens on the first.
+            out.append("\n")
+            out.append("\n")
+        out.extend(html + "\n" for html in _html_rows([_Row(l) for l in lines[i + 2:end]],
+                                                      backends or {}))
+        i = end
     return out
 
 
@@ -88,8 +186,11 @@ def main(path: str) -> int:
         text = f.read()
     if path.endswith(".md"):
         chapter = re.search(r"labs/(\d\d)-[^/]*/README\.md$", path.replace("\\", "/"))
+        sources = [test.read_text(encoding="utf-8")
+                   for test in sorted(Path(path).parent.glob("test_*.cpp"))] if chapter else []
         sys.stdout.write("".join(tests_table(text.splitlines(keepends=True),
-                                             chapter.group(1) if chapter else None)))
+                                             chapter.group(1) if chapter else None,
+                                             suite_backends(sources))))
         if "[TOC]" not in text and "\\tableofcontents" not in text:
             sys.stdout.write("\n\n\\tableofcontents\n")
     else:

@@ -11,6 +11,10 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   `book-nowrap` (white-space: nowrap in book.css). Longer spans, long shapes with spaces among
   them, still wrap at their spaces; an opening bracket before such code and the punctuation after
   it stay on its line.
+- A test's name in a chapter's test table (docs/doxygen_filter.py writes it in a cell of class
+  book-test-name) gets a <wbr> before each word of it and after each dot, so the
+  narrow test column breaks `ReshapeAndCacheMatchesHostReference` between its words, never
+  inside one, and a copied name has no character the test's own name lacks.
 - Doxygen starts every section heading with an empty line (the anchor, then a newline) and ends a
   page title with a space: both are dropped, so a heading's text is its first line.
 - Figures are numbered per chapter, in order ("Figure 7.3." before the caption of lab_07.html's
@@ -42,6 +46,12 @@ SPACE_BEFORE_MATH = re.compile(r"([(\[]) +(\\\(|\\\[)")
 NOWRAP_CODE = re.compile(r"<code>([^<\s]{1,64}|[^<]{1,40})</code>")
 # The same, where Doxygen made the code a link to the API reference.
 NOWRAP_LINKED_CODE = re.compile(r"<code>(<a [^>]*>[^<\s]{1,64}</a>)</code>")
+# A test's name in its table's test column, not yet given its break opportunities.
+TEST_NAME_CELL = re.compile(r'(<td class="book-test-name"><code>)([^<]+)(</code>)')
+# Where a test's name may break: before a capital that follows a small letter or a digit
+# (Reshape|And|Cache, Paged|AttentionV1), before a word after an acronym (GQA|Heads), and after
+# a dot or an underscore.
+NAME_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[._])(?=.)")
 HEADING_ANCHOR_NEWLINE = re.compile(r'(<h[1-6]><a class="anchor" id="[^"]*"></a>)\n')
 TITLE_TRAILING_SPACE = re.compile(r'(<div class="title">[^<]*?) +(</div>)')
 # The theme draws inline code as an inline block, which a line may break around: "(" then
@@ -189,7 +199,12 @@ def _keep_together(m: re.Match) -> str:
     return f'<span class="book-nowrap">{m.group(1)}{m.group(2)}{m.group(3)}</span>'
 
 
+def _breakable_name(m: re.Match) -> str:
+    return m.group(1) + NAME_BREAK.sub("<wbr>", m.group(2)) + m.group(3)
+
+
 def tidy(text: str) -> str:
+    text = TEST_NAME_CELL.sub(_breakable_name, text)  # before NOWRAP_CODE would claim the name
     text = SPACE_BEFORE_MATH.sub(r"\1\2", text)
     text = NOWRAP_CODE.sub(r'<code class="book-nowrap">\1</code>', text)
     text = NOWRAP_LINKED_CODE.sub(r'<code class="book-nowrap">\1</code>', text)

@@ -251,6 +251,18 @@ class TidyHtmlTest(unittest.TestCase):
         self.assertEqual(self.tidy(f'<code><a class="el" href="x.html">{path}</a></code>'),
                          f'<code class="book-nowrap"><a class="el" href="x.html">{path}</a></code>')
 
+    def test_a_test_tables_names_break_between_their_words_only(self):
+        cell = '<td class="book-test-name"><code>{}</code></td>'
+        out = self.tidy(cell.format("ReshapeAndCacheMatchesHostReference")
+                        + cell.format("GroupedQueryEightHeadsOverTwo")
+                        + cell.format("PagedAttentionV1Checks.*") + "<code>KeepsItsWhole</code>")
+        self.assertIn(cell.format("Reshape<wbr>And<wbr>Cache<wbr>Matches<wbr>Host<wbr>Reference"),
+                      out)
+        self.assertIn(cell.format("Grouped<wbr>Query<wbr>Eight<wbr>Heads<wbr>Over<wbr>Two"), out)
+        self.assertIn(cell.format("Paged<wbr>Attention<wbr>V1<wbr>Checks.<wbr>*"), out)
+        self.assertIn('<code class="book-nowrap">KeepsItsWhole</code>', out)  # prose: no breaks
+        self.assertEqual(self.tidy(out), out)  # a second run changes nothing
+
     def test_headings_and_titles_start_and_end_with_their_text(self):
         self.assertEqual(self.tidy('<h1><a class="anchor" id="lab_03_why"></a>\nWhy</h1>'),
                          '<h1><a class="anchor" id="lab_03_why"></a>Why</h1>')
@@ -359,8 +371,9 @@ class TableNumbersTest(unittest.TestCase):
 
 
 class TestTableCaptionTest(unittest.TestCase):
-    """docs/doxygen_filter.py gives a chapter's test table the book's caption when the chapter
-    gives it none, keeping every line in place (Doxygen's warnings name lines)."""
+    """docs/doxygen_filter.py turns a chapter's test table (the Markdown tools/lab grade reads)
+    into the book's three-column HTML table, keeping every line in place (Doxygen's warnings name
+    lines), and gives it the book's caption when the chapter gives it none."""
 
     @staticmethod
     def filter_module():
@@ -371,7 +384,8 @@ class TestTableCaptionTest(unittest.TestCase):
         return module
 
     TABLE = ["| test | pts | what it pins | hint |\n", "|---|---|---|---|\n",
-             "| `A.B` | 1 | this | that |\n", "| `A.C` | 2 | more | else |\n", "\n", "After.\n"]
+             "| `A.B` | 1 | this | Why? → \\ref lab_05_why |\n",
+             "| `A.C` | 2 | more | How? → \\ref lab_05_how |\n", "\n", "After.\n"]
 
     def test_an_uncaptioned_test_table_gets_the_caption_line_for_line(self):
         lines = ["Intro.\n", "\n"] + self.TABLE
@@ -379,8 +393,8 @@ class TestTableCaptionTest(unittest.TestCase):
         self.assertEqual(len(out), len(lines))
         self.assertTrue(out[2].startswith("Table: The graded tests of lab 05: "), out[2])
         self.assertEqual(out[3], "\n")
-        self.assertTrue(out[4].startswith('<table class="book-tests"><tr><th>what it pins'))
-        self.assertIn("2 points", out[5])
+        self.assertTrue(out[4].startswith('<table class="book-tests"><tr class="book-tests-about">'),
+                        out[4])
         self.assertTrue(out[5].rstrip().endswith("</table>"))
         self.assertEqual(out[7], "After.\n")
 
@@ -389,7 +403,42 @@ class TestTableCaptionTest(unittest.TestCase):
         out = self.filter_module().tests_table(lines, "05")
         self.assertEqual(len(out), len(lines))
         self.assertEqual(sum(line.startswith("Table:") for line in out), 1)
-        self.assertEqual(out[3], '<table class="book-tests">\n')
+        self.assertTrue(out[5].startswith('<table class="book-tests">'), out[5])
+
+    def test_three_columns_the_suite_said_once_and_the_hint_under_its_row(self):
+        out = "".join(self.filter_module().tests_table(self.TABLE, "05", {"A": ["Emulator",
+                                                                                "Cuda"]}))
+        self.assertIn("2 graded tests, 3 points, all in suite `A`", out)
+        self.assertIn("each runs as `/Emulator` and `/Cuda`, one row for both", out)
+        self.assertEqual(out.count("<th"), 3)
+        self.assertIn('<td class="book-test-name">`C`</td><td class="book-test-pts">2</td>'
+                      '<td>more<span class="book-hint"><span class="book-hint-label">Hint:</span>'
+                      ' How? →&nbsp;§&nbsp;\\ref lab_05_how</span></td>', out)
+        self.assertEqual(out.count("`A."), 1)  # said once above the rows, not on each
+        self.assertNotIn("book-tests-suite", out)  # one suite: no heading rows
+
+    def test_several_suites_get_a_heading_each_and_ungraded_rows_keep_their_names(self):
+        table = self.TABLE[:2] + ["| `S.One` | 1 | a | A? → \\ref x |\n",
+                                  "| `S.Two` | 2 | b | B? → \\ref x |\n",
+                                  "| `T.Three` | 1 | c | C? → \\ref x |\n",
+                                  "| `SChecks.*` | — | the checks, not graded | — |\n"]
+        out = self.filter_module().tests_table(table, "01")
+        self.assertEqual(len(out), len(table))
+        self.assertIn("3 graded tests, 4 points, in 2 suites", out[2])
+        self.assertNotIn("runs as", out[2])  # no suite of backends
+        self.assertIn("The `S` suite: 2 tests, 3 points", out[2])
+        self.assertNotIn("book-tests-suite", out[3])  # S's heading came with its first row
+        self.assertIn("The `T` suite: 1 test, 1 point", out[4])
+        self.assertIn('<td colspan="3">Not graded</td>', out[5])
+        self.assertIn('<td class="book-test-name">`SChecks.*`</td><td class="book-test-pts">—</td>'
+                      '<td>the checks, not graded</td>', out[5])  # no hint line for "—"
+
+    def test_the_backends_come_from_the_suites_instantiation(self):
+        source = ("INSTANTIATE_TEST_SUITE_P(, GqaDecode, ::testing::Values(Backend::kEmulator, "
+                  "Backend::kCuda),\n    pa::testing::backend_test_name);\n"
+                  "INSTANTIATE_TEST_SUITE_P(, Sizes, ::testing::Values(1, 2));\n")
+        self.assertEqual(self.filter_module().suite_backends([source]),
+                         {"GqaDecode": ["Emulator", "Cuda"]})
 
 
 class FigureLinksTest(unittest.TestCase):
