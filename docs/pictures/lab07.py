@@ -3,12 +3,8 @@ times, vLLM V1's flash layout against V0's, the tile picture (which warp holds w
 columns of Q, K, S, W, V and O), the tile loop's barriers and loads in flight, and the H100
 figures the kernel is measured against (docs/figures/gpu/)."""
 import h100
-from svgfig import (INK, MUTED, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
-                    Figure, hue, mix, text_width)
-
-# The running text inside the densest figures, a size above the smallest labels: a reader
-# reads it as prose, and its lines wrap, so the larger size costs height, not width.
-NOTE_SIZE = 13
+from svgfig import (INK, MUTED, NOTE_SIZE, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
+                    WARPS, Figure, hue, mix, text_width)
 
 # The example most pictures draw: 32 query heads over 4 kv heads (a group of 8), head_size 128,
 # float16, tiles of 64 tokens, four warps (labs/07-cuda-gqa-decode/gqa_decode.hpp).
