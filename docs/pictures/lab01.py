@@ -66,9 +66,10 @@ def slots() -> Figure:
     f.text(10, 284, f"token {t}:  logical block ⌊{t} / {BLOCK_SIZE}⌋ = {j},  "
            f"block_table[{j}] = {BLOCK_TABLE[j]},  offset {t} mod {BLOCK_SIZE} = {o}   →   "
            f"slot {BLOCK_TABLE[j]} · {BLOCK_SIZE} + {o} = {slot}", size=12.5, mono=True)
-    f.paragraph(10, 310, "Block b is rows 4b … 4b + 3 of the pool. ×: the two unused rows of the "
-                "last block; they hold no token of this sequence, and the tests fill them with "
-                "NaN or 10⁶.", fill=MUTED)
+    y = f.paragraph(10, 310, "Block b is rows 4b … 4b + 3 of the pool. ×: the two unused rows of "
+                    "the last block; they hold no token of this sequence, and the tests fill them "
+                    "with NaN or 10⁶.", fill=MUTED)
+    f.height = max(f.height, y)
     return f
 
 

@@ -2,12 +2,8 @@
 to data, the kernel as a timeline of its barriers and shared memory, the XOR butterflies, and
 the H100 measurements (docs/figures/gpu/)."""
 import h100
-from svgfig import (INK, MUTED, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS, Figure, Hue,
-                    hue, mix, text_width)
-
-# The running text inside the densest figures, a size above the smallest labels: a reader
-# reads it as prose, and its lines wrap, so the larger size costs height, not width.
-NOTE_SIZE = 13
+from svgfig import (INK, MUTED, NOTE_SIZE, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
+                    Figure, Hue, hue, mix, text_width)
 
 # The case every picture draws: float16, block_size 16, head_size 128.
 WARP_SIZE, NUM_THREADS = 32, 128
@@ -289,16 +285,19 @@ def timeline() -> Figure:
 
 
 # ---- the XOR butterflies --------------------------------------------------------------------------
+# Two figures, one configuration each, all text at NOTE_SIZE: the group's butterfly (block size 8,
+# float32, TG = 4) and the warp's (block size 16, TG = 2), which the chapter shows one after the
+# other.
 
-def butterfly() -> Figure:
-    f = Figure(820, 530, "XOR butterflies",
-               "Left: the four threads of a group (block size 8, float32) add their partial dot "
-               "products in two shuffles. Bottom: the 32 lanes of a warp in five.")
-    # The group: lanes 0..3, masks 2 then 1.
-    f.text(10, 14, "Inside a thread group (block size 8, so TG = 4): masks 2, 1", size=SIZE, weight="bold")
+def group_butterfly() -> Figure:
+    f = Figure(820, 236, "XOR butterfly inside a thread group",
+               "Block size 8, float32, so TG = 4: the four threads of a group add their partial "
+               "dot products in two shuffles, masks 2 then 1.")
+    f.text(10, 14, "Inside a thread group: block size 8, so TG = 4; masks 2, then 1",
+           size=SIZE_TITLE, weight="bold")
     lanes = 4
-    xs = [40 + 62 * l for l in range(lanes)]
-    ys = [60, 130, 200]
+    xs = [50 + 66 * l for l in range(lanes)]
+    ys = [70, 140, 210]
     values = [[f"s{l}" for l in range(lanes)],
               [f"s{l}+s{l ^ 2}" if l < 2 else f"s{l ^ 2}+s{l}" for l in range(lanes)],
               ["Σ s" for _ in range(lanes)]]
@@ -307,57 +306,65 @@ def butterfly() -> Figure:
             f.line(xs[l ^ mask], ys[step] + 14, xs[l], ys[step + 1] - 14, stroke=hue(step).ink,
                    sw=1.2, arrow=True)
             f.line(xs[l], ys[step] + 14, xs[l], ys[step + 1] - 14, stroke=RULE, sw=1)
-        f.text(xs[-1] + 36, (ys[step] + ys[step + 1]) / 2, f"mask {mask}", size=SIZE_SMALL,
+        f.text(xs[-1] + 38, (ys[step] + ys[step + 1]) / 2, f"mask {mask}", size=NOTE_SIZE,
                fill=hue(step).ink, weight="bold")
     for row, y in enumerate(ys):
         for l in range(lanes):
-            f.box(xs[l] - 27, y - 13, 54, 26, values[row][l], fill=STATE.fill if row == 2 else
-                  "#ffffff", stroke=INK, size=SIZE_SMALL, mono=True)
+            f.box(xs[l] - 29, y - 14, 58, 28, values[row][l], fill=STATE.fill if row == 2 else
+                  "#ffffff", stroke=INK, size=NOTE_SIZE, mono=True)
     for l in range(lanes):
-        f.text(xs[l], 34, f"lane {l}", size=SIZE_SMALL, anchor="middle", fill=MUTED)
+        f.text(xs[l], 42, f"lane {l}", size=NOTE_SIZE, anchor="middle", fill=MUTED)
     notes = ["qk += __shfl_xor_sync(FULL_MASK, qk, mask):",
              "every lane adds the value of the lane whose",
              "index differs in the mask's one bit. After",
              "log₂ TG steps every member holds the whole",
              "dot product: no shared memory, no barrier."]
-    f.lines(340, 104, notes, size=NOTE_SIZE, anchor="start", gap=1.45)
+    f.lines(380, 140, notes, size=NOTE_SIZE, anchor="start", gap=1.45)
+    return f
 
-    # The warp: 32 lanes, masks 16 .. 1.
-    top = 262
-    f.text(10, top - 10, "Across a warp: masks 16, 8, 4, 2, 1 (the sum); the max stops after "
-           "mask TG", size=SIZE, weight="bold")
-    lx = [80 + 20 * l for l in range(WARP_SIZE)]
+
+def warp_butterfly() -> Figure:
+    tg = max(WARP_SIZE // BLOCK_SIZE, 1)
+    f = Figure(820, 300, "XOR butterfly across a warp",
+               f"Block size {BLOCK_SIZE}, so TG = {tg}: the 32 lanes of a warp reduce in five "
+               "shuffles, masks 16 down to 1; bold, the five values lane 0 receives. The max "
+               "stops after mask TG, the sum after mask 1.")
+    f.text(10, 14, f"Across a warp: block size {BLOCK_SIZE}, so TG = {tg}; masks 16, 8, 4, 2, 1",
+           size=SIZE_TITLE, weight="bold")
+    step = 19
+    lx = [96 + step * l for l in range(WARP_SIZE)]
     masks = [16, 8, 4, 2, 1]
-    rows = [top + 24 + 34 * k for k in range(len(masks) + 1)]
-    # Lane 0's inputs: at step k it receives the lane that differs in bit `mask`; the lanes whose
-    # values reach lane 0 by then double at every step.
+    rows = [60 + 44 * k for k in range(len(masks) + 1)]
+    max_row = masks.index(tg) + 1         # the row where the max is complete
+    # At step k every lane takes the value of the lane that differs in bit `mask`: the whole
+    # lattice in grey, the exchanges whose sums reach lane 0 (lanes < mask) in the step's colour,
+    # and bold the five that land on lane 0, which between them carry all 32 lanes.
     for k, mask in enumerate(masks):
         for l in range(WARP_SIZE):
-            f.line(lx[l ^ mask], rows[k], lx[l], rows[k + 1], stroke=mix(hue(k).ink, "#ffffff",
-                   0.45), sw=0.8)
-            f.line(lx[l], rows[k], lx[l], rows[k + 1], stroke=RULE, sw=0.6)
-        f.line(lx[mask], rows[k], lx[0], rows[k + 1], stroke=INK, sw=2, arrow=True)
-        f.line(lx[0], rows[k], lx[0], rows[k + 1], stroke=INK, sw=2)
-        f.text(10, (rows[k] + rows[k + 1]) / 2, f"mask {mask}", size=SIZE_SMALL,
+            into_lane0 = l < mask
+            f.line(lx[l ^ mask], rows[k] + 5, lx[l], rows[k + 1] - 5,
+                   stroke=hue(k).ink if into_lane0 else "#d9dee3", sw=1 if into_lane0 else 0.7)
+        f.line(lx[mask], rows[k] + 5, lx[0], rows[k + 1] - 5, stroke=INK, sw=2.2, arrow=True)
+        f.line(lx[0], rows[k] + 5, lx[0], rows[k + 1] - 5, stroke=INK, sw=2.2)
+        f.text(10, (rows[k] + rows[k + 1]) / 2, f"mask {mask}", size=NOTE_SIZE,
                fill=hue(k).ink, weight="bold")
     for k, y in enumerate(rows):
         for l in range(WARP_SIZE):
-            leader = k == len(masks) - 1 and l % 2 == 0
-            f.rect(lx[l] - 4, y - 4, 8, 8, fill=STATE.ink if leader or k == len(masks) else
-                   "#ffffff", stroke=INK, sw=0.8, rx=4)
-    for l in range(0, WARP_SIZE, 4):
-        f.text(lx[l], rows[0] - 12, f"lane {l}" if l == 0 else str(l), size=SIZE_SMALL, anchor="middle",
-               fill=MUTED)
-    f.vbrace(lx[-1] + 10, rows[-2] - 4, rows[-2] + 4, ["the max ends", "here (B = 16)"])
-    f.vbrace(lx[-1] + 10, rows[-1] - 4, rows[-1] + 4, ["the sum ends", "here"])
-    y = f.paragraph(10, rows[-1] + 26, "Bold: the five values lane 0 receives, which between "
-                    "them carry all 32 lanes. Filled: lanes that hold the warp's result.",
-                    fill=MUTED, size=NOTE_SIZE)
-    y = f.paragraph(10, y + 2, "The max skips the masks below TG (they would fold a "
-                    "group into itself): after mask TG the group leaders (rank 0, lane 0 among "
-                    "them) hold the warp's maximum and the other lanes −FLT_MAX. The sum runs to "
-                    "mask 1, and every lane ends with the warp's sum. Either way lane 0 passes "
-                    "it on.", fill=MUTED, size=NOTE_SIZE)
+            holds = k == len(masks) or (k == max_row and l % tg == 0)
+            f.rect(lx[l] - 5, y - 5, 10, 10, fill=STATE.ink if holds else "#ffffff", stroke=INK,
+                   sw=0.8, rx=5)
+    for l in (0, 8, 16, 24, 31):
+        f.text(lx[l], rows[0] - 16, f"lane {l}" if l == 0 else str(l), size=NOTE_SIZE,
+               anchor="middle", fill=MUTED)
+    f.vbrace(lx[-1] + 12, rows[max_row] - 6, rows[max_row] + 6, ["max done"], size=NOTE_SIZE)
+    f.vbrace(lx[-1] + 12, rows[-1] - 6, rows[-1] + 6, ["sum done"], size=NOTE_SIZE)
+    y = f.paragraph(10, rows[-1] + 34, "Coloured: the exchanges whose sums reach lane 0; grey: "
+                    "the other lanes doing the same. Filled: the lanes that hold the warp's "
+                    "result. The max "
+                    f"skips the masks below TG (they would fold a group into itself): after mask "
+                    f"{tg} the group leaders, lane 0 among them, hold the warp's maximum and the "
+                    "other lanes −FLT_MAX. The sum runs to mask 1 and leaves it in every lane. "
+                    "Either way lane 0 passes it on.", size=NOTE_SIZE)
     f.height = max(f.height, y)
     return f
 
@@ -399,4 +406,5 @@ def gpu() -> Figure:
 
 FIGURES = {"lab05_key_cache": key_cache, "lab05_value_cache": value_cache,
            "lab05_thread_map": thread_map, "lab05_timeline": timeline,
-           "lab05_butterfly": butterfly, "lab05_gpu": gpu}
+           "lab05_group_butterfly": group_butterfly,
+           "lab05_warp_butterfly": warp_butterfly, "lab05_gpu": gpu}

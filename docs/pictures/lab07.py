@@ -1,14 +1,10 @@
 """Lab 07's pictures (labs/07-cuda-gqa-decode/README.md): why v1 reads a grouped kv head G
 times, vLLM V1's flash layout against V0's, the tile picture (which warp holds which rows and
-columns of Q, K, S, P, V and O), the tile loop's barriers and loads in flight, and the H100
+columns of Q, K, S, W, V and O), the tile loop's barriers and loads in flight, and the H100
 figures the kernel is measured against (docs/figures/gpu/)."""
 import h100
-from svgfig import (INK, MUTED, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
-                    Figure, hue, mix, text_width)
-
-# The running text inside the densest figures, a size above the smallest labels: a reader
-# reads it as prose, and its lines wrap, so the larger size costs height, not width.
-NOTE_SIZE = 13
+from svgfig import (INK, MUTED, NOTE_SIZE, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
+                    WARPS, Figure, hue, mix, text_width)
 
 # The example most pictures draw: 32 query heads over 4 kv heads (a group of 8), head_size 128,
 # float16, tiles of 64 tokens, four warps (labs/07-cuda-gqa-decode/gqa_decode.hpp).
@@ -143,7 +139,7 @@ def _shared_bytes(head_size):
     return {"q": align(TILE_ROWS * (head_size + 8) * 2),
             f"ring {stages} × (K + V)": 2 * stages * tile,
             "S": align(TILE_ROWS * (TILE_TOKENS + 8) * 4),
-            "P": align(TILE_ROWS * (TILE_TOKENS + 8) * 2),
+            "W": align(TILE_ROWS * (TILE_TOKENS + 8) * 2),
             "acc": align(TILE_ROWS * (head_size + 4) * 4),
             "row_alpha, block-table slice, flag, alignment":
                 align(TILE_ROWS * 4) + align(MAX_TABLE_ENTRIES * 4) + align(4) + 128 - 16}
@@ -165,7 +161,8 @@ def tiles() -> Figure:
                "32 query heads over 4 kv heads (a group of 8), head_size 128, tiles of 64 "
                "tokens. Each cell is one 16 x 16 wmma tile (a half-height cell: 8 of its rows), "
                "coloured by the warp that computes or reads it. Top: S = Q times K transposed. "
-               "Middle: the softmax, a row per 8 threads. Bottom: acc += P times V.")
+               "Middle: the softmax, a row per 8 threads. Bottom: acc += W times V, W being the "
+               "weight tile (tiles.p).")
     qk_steps = HEAD_SIZE // WMMA
     o_tiles = HEAD_SIZE // WMMA // NUM_WARPS
     cw, ch, hh = 26, 30, 15
@@ -196,12 +193,12 @@ def tiles() -> Figure:
                      fill=MUTED, size=NOTE_SIZE)
     # The softmax: rows to threads, all 16 rows.
     y2 = yn + 40
-    f.text(10, y2 - 22, "softmax: row r of S and P belongs to threads 8r … 8r + 7 (lanes of "
+    f.text(10, y2 - 22, "softmax: row r of S and W belongs to threads 8r … 8r + 7 (lanes of "
            "one warp), 8 columns each", size=SIZE, weight="bold")
     rg = f.grid(96, y2, 1, TILE_ROWS, 44, 28,
                 lambda r, c: (f"r{c}", WARPS[c // 4] if c < GROUP else
                               mix(WARPS[c // 4].fill, "#ffffff", 0.6)),
-                size=SIZE_SMALL, row_labels=["S, P rows"])
+                size=SIZE_SMALL, row_labels=["S, W rows"])
     for w in range(NUM_WARPS):
         f.brace(rg.left(4 * w) + 2, rg.right(4 * w + 3) - 2, rg.y + rg.height + 3,
                 f"warp {w}: threads {32 * w}–{32 * w + 31}")
@@ -209,9 +206,9 @@ def tiles() -> Figure:
                      "denom and row_alpha = exp(m_old − m_new) are its own, reduced over its 8 "
                      "lanes (masks 4, 2, 1). Rows 8-15 (pale) are padding: computed like the "
                      "others, never written out.", fill=MUTED, size=NOTE_SIZE)
-    # P · V = acc
+    # W · V = acc
     y3 = yn + 46
-    pg = _tile(f, 116, y3, 2, NUM_WARPS, 44, hh, "P (weights)", "[16, 64] 16-bit",
+    pg = _tile(f, 116, y3, 2, NUM_WARPS, 44, hh, "W (tiles.p)", "[16, 64] 16-bit",
                lambda r, c: None, lambda r, c: f"t{16 * c}+" if r == 0 else "",
                row_labels=groups)
     f.text(pg.x + pg.width + 14, y3 + hh, "·", size=22, anchor="middle")
@@ -229,8 +226,8 @@ def tiles() -> Figure:
                      f"{HEAD_SIZE // NUM_WARPS}ω … {HEAD_SIZE // NUM_WARPS}ω + "
                      f"{HEAD_SIZE // NUM_WARPS - 1} ({o_tiles} tiles): it scales their rows by "
                      "row_alpha in shared memory, loads them as accumulators, adds the 4 "
-                     "products P[:, 16u …] · V[16u …, its columns], u = 0 … 3, and stores them "
-                     "back. Every warp reads all of P; the value tile sits beside its keys in "
+                     "products W[:, 16u …] · V[16u …, its columns], u = 0 … 3, and stores them "
+                     "back. Every warp reads all of W; the value tile sits beside its keys in "
                      "the same stage of the ring.", fill=MUTED, size=NOTE_SIZE)
     sizes = _shared_bytes(HEAD_SIZE)
     yn = f.paragraph(10, yn + 6, f"Shared memory at head_size {HEAD_SIZE}, rows padded by 16 "
@@ -249,16 +246,16 @@ LOOP = [  # (what the threads do, copies in flight (cp.async groups), what the t
      "V j; tiles j+1, j+2", ("K j", "K/V j+1", "→ j+2")),
     ("3b  S = Q·Kᵀ on tensor cores, warp ω: 16 columns; store S",
      "V j; tiles j+1, j+2", ("K j (read)", "K/V j+1", "→ j+2")),
-    ("3c  softmax per row: m, denom, row_alpha, P (16-bit)",
+    ("3c  softmax per row: m, denom, row_alpha, W (16-bit)",
      "V j; tiles j+1, j+2", ("K j", "K/V j+1", "→ j+2")),
     ("3d  wait for tile j's values",
      "tiles j+1, j+2", ("K/V j", "K/V j+1", "→ j+2")),
-    ("3e  acc = diag(row_alpha) acc + P·V, warp ω: its columns",
+    ("3e  acc = diag(row_alpha) acc + W·V, warp ω: its columns",
      "tiles j+1, j+2", ("V j (read)", "K/V j+1", "→ j+2")),
 ]
 BARRIERS = {0: "(K) every thread's copies of K j landed and visible",
             1: "(A) S complete: the softmax reads every warp's columns",
-            3: "(B) P, row_alpha and V j visible to every warp",
+            3: "(B) W, row_alpha and V j visible to every warp",
             4: "(C) every warp done with stage j mod 3: free for tile j+3"}
 
 

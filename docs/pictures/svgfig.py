@@ -37,6 +37,8 @@ SIZE_TITLE = 14        # a panel's title
 SIZE = 12              # ordinary labels
 SIZE_SMALL = 12        # cell contents, annotations: the smallest text (12 px at the column,
                        # and at a 900 px window too, where book.css folds the sidebar away)
+NOTE_SIZE = 13         # a figure's notes (Figure.paragraph): read as prose, so a size above
+                       # the labels; they wrap, so the larger size costs height, not width
 STROKE = 1.2
 
 
@@ -186,7 +188,7 @@ class Figure:
             self.text(x, top + i * step, row, size=size, anchor=anchor, **kw)
 
     def paragraph(self, x: float, y: float, s: str, width: float | None = None,
-                  size: float = SIZE_SMALL, gap: float = 1.4, **kw) -> float:
+                  size: float = NOTE_SIZE, gap: float = 1.4, **kw) -> float:
         """Text wrapped at word boundaries to `width` (default: to the picture's right margin),
         its first line's middle at y; returns the y of the line after the last."""
         width = width if width is not None else self.width - x - 10

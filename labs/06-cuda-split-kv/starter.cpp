@@ -145,9 +145,9 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v2_reduce_kernel(
 
   // TODO 2. Goal: the global max M of the partitions' maxima, in every thread.
 
-  // TODO 3. Goal: the merged acc and denom. Every partition's weight is its e^(m_p - M); acc[d]
-  //         = sum_p weight_p tmp_out[p, d] for the thread's dimensions (thread_idx + k *
-  //         NUM_THREADS < HEAD_SIZE), denom = sum_p weight_p denom_p over the block. The weights
+  // TODO 3. Goal: the merged acc and denom. Partition p's weight is beta_p = e^(m_p - M); acc[d]
+  //         = sum_p beta_p tmp_out[p, d] for the thread's dimensions (thread_idx + k *
+  //         NUM_THREADS < HEAD_SIZE), denom = sum_p beta_p denom_p over the block. The weights
   //         pass through SIMT_DYNAMIC_SHARED(float, weights) [NUM_THREADS], a tile of partitions
   //         at a time. Invariants: no weight exceeds 1; a tile's weights are read only after all
   //         are written, and overwritten only after all are read (§ The reduce kernel: a merge

@@ -122,8 +122,8 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   constexpr int VEC_SIZE = Tile::VEC_SIZE;
   constexpr int kStages = Tiles::kStages;  // the ring: tile t lives in stage Tiles::stage_of(t)
   constexpr int QK_STEPS = HEAD_SIZE / kWmmaTile;     // Q·Kᵀ: 16-wide steps over the head
-  constexpr int PV_STEPS = kTileTokens / kWmmaTile;   // P·V: 16-token steps over the tile
-  constexpr int O_TILES_PER_WARP = HEAD_SIZE / kWmmaTile / kNumWarps;  // P·V: columns per warp
+  constexpr int PV_STEPS = kTileTokens / kWmmaTile;   // W·V: 16-token steps over the tile
+  constexpr int O_TILES_PER_WARP = HEAD_SIZE / kWmmaTile / kNumWarps;  // W·V: columns per warp
   constexpr int O_COLS_PER_WARP = O_TILES_PER_WARP * kWmmaTile;
   constexpr int ROW_THREADS = kNumThreads / kTileRows;       // threads sharing one row: 8
   constexpr int COLS_PER_THREAD = kTileTokens / ROW_THREADS;  // scores of a row per thread
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   const int thread_idx = threadIdx.x;
   const int warp_idx = thread_idx / WARP_SIZE;
   const int lane = thread_idx % WARP_SIZE;
-  const int row = thread_idx / ROW_THREADS;       // the row of S, P and O this thread serves
+  const int row = thread_idx / ROW_THREADS;       // the row of S, W and O this thread serves
   const int row_lane = thread_idx % ROW_THREADS;  // its rank among that row's threads
   const int seq_len = seq_lens[seq_idx];
   const int* block_table = block_tables + seq_idx * max_num_blocks_per_seq;  // [max_blocks]
@@ -170,12 +170,13 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   //      columns (tokens) 16w .. 16w + 15; the key tile is [tokens, dims], and S needs its
   //      transpose (§ wmma: the API, and what the emulator checks). Barrier (A);
   //   c. the online softmax of each row — one query head per row, ROW_THREADS threads each:
-  //      the row's new max and sum, tiles.p [kTileRows, Tiles::kLdP] = e^(s - new max) (0 for a
-  //      token at or past end), tiles.row_alpha[row] = the factor the old o and sum shrink by.
+  //      the row's new max and sum, the weight tile W = tiles.p [kTileRows, Tiles::kLdP] =
+  //      e^(s - new max) (0 for a token at or past end), tiles.row_alpha[row] = the factor
+  //      the old o and sum shrink by.
   //      Invariant: no max or sum crosses rows (§ The online softmax, one row per query head);
-  //   d. this tile's values have landed, and P, row_alpha and the values are visible to every
+  //   d. this tile's values have landed, and W, row_alpha and the values are visible to every
   //      warp. Barrier (B);
-  //   e. o = diag(alpha) o + P·V: warp w owns a band of O_COLS_PER_WARP output columns; the
+  //   e. o = diag(alpha) o + W·V: warp w owns a band of O_COLS_PER_WARP output columns; the
   //      rescale is done in shared memory (which lane holds which fragment element is
   //      unspecified), then the product on tensor cores. Barrier (C): the stage is free.
   //      Invariant after each tile: o / l is each row's attention over the tokens so far.

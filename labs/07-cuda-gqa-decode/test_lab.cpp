@@ -847,7 +847,7 @@ TEST_P(GqaDecode, WeightsAreInTheRatioOfTheirLogits) {
       p, pa::testing::expected_decode(p), run(GetParam(), p, 4 * kTileTokens),
       "the scores the softmax exponentiates are wrong (the group's query rows: TODO 2; the key "
       "tile: the tile copy; Q·Kᵀ: TODO 3b; the scale or the mask: TODO 3c), or tokens' values "
-      "are added with another token's weight (P·V and the rescale of acc: TODO 3e)"));
+      "are added with another token's weight (W·V and the rescale of acc: TODO 3e)"));
 }
 
 TEST_P(GqaDecode, WeightsSumToOneOverTheRealTokens) {
