@@ -249,11 +249,11 @@ def key_loop() -> Figure:
     blocks = [list(range(w, LOOP_BLOCKS, NUM_WARPS)) for w in range(NUM_WARPS)]
     loop_rows = max(len(b) for b in blocks) + 1  # the first load, then one row per block
     f = Figure(820, 900, "The attention kernel of v2 as a timeline",
-               f"Top to bottom: the last partition of a {LOOP_SEQ_LEN}-token sequence "
+               f"Top to bottom: the last partition of a {LOOP_SEQ_LEN:,}-token sequence "
                f"({LOOP_BLOCKS} cache blocks). The block table's slice is staged once; then "
                "each warp issues the loads of its next block's keys before the dot products of "
                "its current block; four barriers, the last one alone before the cross-warp sum.")
-    f.text(10, 16, f"paged_attention_v2_kernel, partition {LOOP_PARTITION} of {LOOP_SEQ_LEN} "
+    f.text(10, 16, f"paged_attention_v2_kernel, partition {LOOP_PARTITION} of {LOOP_SEQ_LEN:,} "
            f"tokens: {LOOP_TOKENS} tokens in {LOOP_BLOCKS} blocks of {LOOP_BLOCK_SIZE}",
            size=SIZE_TITLE, weight="bold")
     y = 34
@@ -321,8 +321,8 @@ def key_loop() -> Figure:
                     f"keys; then keys = next_keys. So one cache block's keys, {LOOP_BLOCK_SIZE} "
                     f"tokens × {LOOP_HEAD_SIZE} × {LOOP_ELEM_BYTES} B = {in_flight // 1024} KiB, "
                     f"are in flight per warp, {NUM_WARPS * in_flight // 1024} KiB per thread "
-                    "block. Every load reads its block's id from block_ids in shared memory: "
-                    "no block-table read waits in front of it, as it does in lab 05.", fill=MUTED)
+                    "block. Every load takes its block's id from block_ids in shared memory; "
+                    "in lab 05 a read of the block table waited in front of each one.", fill=MUTED)
     f.height = y
     return f
 
