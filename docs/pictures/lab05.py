@@ -191,7 +191,7 @@ def value_cache() -> Figure:
     f.lines(600, y0 + 6 * ch + 20, ["8 passes cover", "the 128 rows"], size=SIZE_SMALL,
             anchor="start", fill=MUTED)
     y = f.paragraph(10, 270, "A row is one dimension across the block's tokens: 16 bytes hold 8 "
-                    "tokens' values of dimension d, multiplied with those tokens' probabilities "
+                    "tokens' values of dimension δ, multiplied with those tokens' probabilities "
                     "into one accumulator. Two lanes share a row, a warp covers 16 rows per "
                     "pass.", fill=MUTED)
     f.height = max(f.height, y)

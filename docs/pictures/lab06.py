@@ -3,8 +3,8 @@ the attention kernel writes, and the reduce kernel as a merge tree. The example 
 of the test EmptyTrailingPartitionsAreNeverWrittenOrMerged: 1100, 40 and 600 tokens, partitions
 of 512. Last, the H100 run of lab06_bench (docs/figures/gpu/)."""
 import h100
-from svgfig import (FREE, INK, MUTED, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS, Figure,
-                    hue)
+from svgfig import (FREE, INK, MUTED, NOTE_SIZE, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
+                    Figure, hue, mix, text_width)
 
 PARTITION_SIZE = 512
 SEQ_LENS = [1100, 40, 600]
@@ -226,5 +226,106 @@ def measured() -> Figure:
     return f
 
 
+# ---- the attention kernel as a timeline (\ref lab_06_design) ---------------------------------------
+# One partition of the example: the last of a 1,180-token sequence, float16, block size 16, head
+# size 128, four warps. Warp w takes the partition's blocks w, w + 4, ...; with the register double
+# buffer it issues the loads of block i + NUM_WARPS's keys before the dot products of block i.
+
+LOOP_SEQ_LEN = 1180
+LOOP_BLOCK_SIZE = 16
+LOOP_HEAD_SIZE = 128
+LOOP_ELEM_BYTES = 2  # float16
+NUM_WARPS = NUM_THREADS // 32
+LOOP_PARTITION = num_partitions(LOOP_SEQ_LEN) - 1
+LOOP_TOKENS = LOOP_SEQ_LEN - LOOP_PARTITION * PARTITION_SIZE
+LOOP_BLOCKS = (LOOP_TOKENS + LOOP_BLOCK_SIZE - 1) // LOOP_BLOCK_SIZE
+LOOP_FIRST_BLOCK = LOOP_PARTITION * PARTITION_SIZE // LOOP_BLOCK_SIZE
+BARRIER_INK = "#c0392b"  # the colour of __syncthreads() in lab 05's and lab 07's timelines
+
+
+def key_loop() -> Figure:
+    size = NOTE_SIZE  # every label at 13 px: the figure is read at the column's width
+    row_h, bar_h, phase_h = 34, 24, 30
+    blocks = [list(range(w, LOOP_BLOCKS, NUM_WARPS)) for w in range(NUM_WARPS)]
+    loop_rows = max(len(b) for b in blocks) + 1  # the first load, then one row per block
+    f = Figure(820, 900, "The attention kernel of v2 as a timeline",
+               f"Top to bottom: the last partition of a {LOOP_SEQ_LEN:,}-token sequence "
+               f"({LOOP_BLOCKS} cache blocks). The block table's slice is staged once; then "
+               "each warp issues the loads of its next block's keys before the dot products of "
+               "its current block; four barriers, the last one alone before the cross-warp sum.")
+    f.text(10, 16, f"paged_attention_v2_kernel, partition {LOOP_PARTITION} of {LOOP_SEQ_LEN:,} "
+           f"tokens: {LOOP_TOKENS} tokens in {LOOP_BLOCKS} blocks of {LOOP_BLOCK_SIZE}",
+           size=SIZE_TITLE, weight="bold")
+    y = 34
+    barrier = 0
+
+    def phase(text):
+        nonlocal y
+        f.rect(10, y + 3, 800, phase_h - 6, fill=STATE.fill, stroke=STATE.ink, sw=1)
+        f.text(18, y + phase_h / 2, text, size=size)
+        y += phase_h
+
+    def sync(why):
+        nonlocal y, barrier
+        barrier += 1
+        f.line(10, y + bar_h / 2, 810, y + bar_h / 2, stroke=BARRIER_INK, sw=1.6, dash="7 4")
+        label = f"__syncthreads() {barrier}: {why}"
+        f.rect(20, y + 3, text_width(label, size, mono=True) + 10, bar_h - 6, fill="#ffffff",
+               stroke=None)
+        f.text(25, y + bar_h / 2, label, size=size, fill=BARRIER_INK, mono=True)
+        y += bar_h
+
+    last = LOOP_FIRST_BLOCK + LOOP_BLOCKS - 1
+    phase(f"Step 2: q → q_vecs, and block_tables[b, {LOOP_FIRST_BLOCK} … {last}] → "
+          f"block_ids[0 … {LOOP_BLOCKS - 1}]: the table's slice, one coalesced read")
+    sync("q_vecs and block_ids visible to every warp")
+
+    # Step 3, per warp: a column of two tracks, the loads in flight and the dot products.
+    col_w, load_w, gap = 200, 104, 4
+    qk_w = col_w - 8 - load_w - gap
+    f.text(18, y + 13, "Step 3: warp ω over blocks i = ω, ω + 4, … of block_ids, its keys in a "
+           "register double buffer", size=size)
+    y += 30
+    for w in range(NUM_WARPS):
+        x = 10 + w * col_w
+        f.text(x + (col_w - 8) / 2, y + 9, f"warp {w}: blocks " + ", ".join(map(str, blocks[w])),
+               size=size, anchor="middle", weight="bold", fill=WARPS[w].ink)
+        f.text(x + load_w / 2, y + 28, "loads in flight", size=size, anchor="middle", fill=MUTED)
+        f.text(x + load_w + gap + qk_w / 2, y + 28, "q·k", size=size, anchor="middle",
+               fill=MUTED)
+    y += 40
+    for k in range(loop_rows):
+        for w in range(NUM_WARPS):
+            x = 10 + w * col_w
+            h = WARPS[w]
+            if k < len(blocks[w]):  # the load of the warp's k-th block, issued in this row
+                f.box(x, y + 4, load_w, row_h - 8, f"K {blocks[w][k]} → " +
+                      ("keys" if k == 0 else "next"), fill=mix(h.fill, "#ffffff", 0.55),
+                      stroke=h.ink, size=size, mono=True, dash="4 3", rx=2)
+            if 1 <= k <= len(blocks[w]):  # the dot products of the block loaded a row before
+                f.box(x + load_w + gap, y + 4, qk_w, row_h - 8, f"q·k {blocks[w][k - 1]}",
+                      fill=h.fill, stroke=h.ink, size=size, mono=True, rx=2)
+                f.arrow(x + load_w / 2 + 20, y - 4, x + load_w + gap + 12, y + 4, color=h.ink,
+                        sw=1)
+        y += row_h
+    sync("every warp's logits and running max visible (block_max)")
+    phase("Step 4: m = the block's max; wₜ = e^{sₜ − m} into the logits; their sum (block_sum)")
+    sync("every wₜ visible to the value loop (block_sum)")
+    phase("Step 5: each warp's values at block_ids[i], no table load; Step 6: its rows → warp_rows")
+    sync("every warp's rows visible: the one barrier of the cross-warp sum")
+    phase("Step 7: thread t adds element t (and t + 128) of the four rows → a contiguous tmp_out row")
+    in_flight = LOOP_BLOCK_SIZE * LOOP_HEAD_SIZE * LOOP_ELEM_BYTES
+    y = f.paragraph(10, y + 18,
+                    f"Each row of Step 3: a warp's loads of block i + {NUM_WARPS} (dashed, into "
+                    "next_keys) are on their way while it computes block i's dot products on "
+                    f"keys; then keys = next_keys. So one cache block's keys, {LOOP_BLOCK_SIZE} "
+                    f"tokens × {LOOP_HEAD_SIZE} × {LOOP_ELEM_BYTES} B = {in_flight // 1024} KiB, "
+                    f"are in flight per warp, {NUM_WARPS * in_flight // 1024} KiB per thread "
+                    "block. Every load takes its block's id from block_ids in shared memory; "
+                    "in lab 05 a read of the block table waited in front of each one.", fill=MUTED)
+    f.height = y
+    return f
+
+
 FIGURES = {"lab06_grid": grid, "lab06_scratch": scratch, "lab06_reduce": reduce,
-           "lab06_measured": measured}
+           "lab06_key_loop": key_loop, "lab06_measured": measured}
