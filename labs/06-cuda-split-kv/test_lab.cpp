@@ -2,8 +2,8 @@
 //
 // Every test runs on the SIMT emulator; the same tests run again on CUDA when the build has nvcc
 // and a device is present (otherwise they are skipped with "no CUDA device"). Ground truth is
-// float64 on the host (pa::testing::reference_attention, and host_partial below for the
-// partials), computed from the very values the caches hold. Cache rows and blocks no sequence
+// computed on the host in long double (pa::testing::reference_attention, and host_partial below
+// for the partials), from the very values the caches hold. Cache rows and blocks no sequence
 // owns hold NaN, block-table rows run on past each sequence's blocks (to whole partitions) into
 // an all-NaN block, and the scratch tensors start as NaN: a kernel that reads or writes one
 // entry too many fails loudly.
