@@ -213,15 +213,26 @@ MARKER_LINE = re.compile(r"\s*<!--\s*/?instructor\s*-->\s*|\s*<!-- student\s*|\s
 TABLE_ROW = re.compile(r"\s*\|.*\|\s*")
 
 
+# A control character in a source (other than tab): a script's "\f$" written without a raw
+# string becomes a form feed followed by "$", and the reader sees "$R = 8$" as plain text.
+CONTROL_CHAR = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def source_check(paths: list[Path], root: Path | None = None) -> list[str]:
     """An `<!-- instructor -->` block (or a `<!-- student` comment) that holds table rows: the
     comment line ends the Markdown table, so the book prints the rows after it as literal
     `| ... |` text and the student release loses them. Put the instructor's row in a sentence
-    after the table instead."""
+    after the table instead. And a control character (CONTROL_CHAR) anywhere in a source."""
     problems: list[str] = []
     for path in paths:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
         name = path.relative_to(root) if root and root in path.parents else path
+        for i, line in enumerate(text.split("\n")):
+            bad = CONTROL_CHAR.search(line.rstrip("\r"))
+            if bad:
+                problems.append(f"{name}:{i + 1}: control character {bad.group()!r} (a \\f written "
+                                f"as an escape? Doxygen's \\f$ must reach the file as backslash, f)")
+        lines = text.splitlines()
         for i, line in enumerate(lines):
             if not MARKER_LINE.fullmatch(line):
                 continue

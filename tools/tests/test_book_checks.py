@@ -117,6 +117,14 @@ class BookChecksTest(unittest.TestCase):
                       encoding="utf-8")
         self.assertEqual(check.source_check([md], self.tmp), [])
 
+    def test_a_form_feed_in_a_source_is_reported(self):
+        md = self.tmp / "README.md"
+        md.write_text("The saving tends to \\f$R = 8\\f$.\nIt never \f$R = 8\\f$ passes it.\n",
+                      encoding="utf-8")
+        problems = check.source_check([md], self.tmp)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("README.md:2: control character '\\x0c'", problems[0])
+
     def test_the_books_sources_have_no_marker_inside_a_table(self):
         problems = check.source_check(check.book_sources(ROOT), ROOT)
         self.assertEqual(problems, [], "\n".join(problems))
