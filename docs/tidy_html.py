@@ -32,6 +32,10 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   `{tab:NAME}` (`Table: {tab:lab07_smem} Shared memory per block.`), and the text refers to a
   named one as {{tab:NAME}}, which becomes a link "Table 7.2". A reference to no table stops the
   build; a `Table:` paragraph that no table follows is left as it is, for book_check to report.
+- A lab's own pages (lab_NN.html, given_code_labNN.html) never link into another lab's header:
+  Doxygen resolves a name that two labs' headers both define (kNumThreads, kWarpSize,
+  cuda_device_present) to the first it met, so lab 06's code linked to lab 05's constants and
+  showed their tooltips. Such a link is dropped and its text kept.
 Standard library only; a page is rewritten only when something changed.
 """
 from __future__ import annotations
@@ -203,6 +207,35 @@ def _breakable_name(m: re.Match) -> str:
     return m.group(1) + NAME_BREAK.sub("<wbr>", m.group(2)) + m.group(3)
 
 
+# A lab's pages (lab_06.html, given_code_lab06.html) and the Doxygen page of a lab's header, by
+# the lab's number: labs/06-*/paged_attention_v2.hpp is paged__attention__v2_8hpp.html.
+LAB_PAGE = re.compile(r"(?:lab_|given_code_lab)(\d\d)\.html")
+HEADER_LINK = re.compile(r'<a class="(?:el|code[^"]*)" href="([\w]+_8hpp)\.html#\w+"[^>]*>([^<]*)</a>')
+
+
+def header_pages(repo: Path) -> dict[str, str]:
+    """Doxygen's page stem of each lab's header -> the lab's number ("paged__attention__v1_8hpp"
+    -> "05")."""
+    found = {}
+    for header in repo.glob("labs/[0-9][0-9]-*/*.hpp"):
+        stem = header.name.replace("_", "__").replace(".", "_8")
+        found[stem] = header.parent.name[:2]
+    return found
+
+
+def unlink_other_labs(name: str, text: str, headers: dict[str, str]) -> str:
+    """Drops, on lab NN's own pages, every link into another lab's header (module docstring)."""
+    page = LAB_PAGE.fullmatch(name)
+    if not page:
+        return text
+
+    def keep_own(link: re.Match) -> str:
+        owner = headers.get(link.group(1))
+        return link.group(2) if owner is not None and owner != page.group(1) else link.group(0)
+
+    return HEADER_LINK.sub(keep_own, text)
+
+
 def tidy(text: str) -> str:
     text = TEST_NAME_CELL.sub(_breakable_name, text)  # before NOWRAP_CODE would claim the name
     text = SPACE_BEFORE_MATH.sub(r"\1\2", text)
@@ -221,7 +254,9 @@ def main(argv: list[str]) -> int:
     paths = sorted(Path(argv[0]).glob("*.html"))
     before = {page.name: page.read_text(encoding="utf-8") for page in paths}
     try:
-        numbered = number_tables(number_figures({name: number_formulas(name, tidy(text))
+        headers = header_pages(Path(__file__).resolve().parent.parent)
+        numbered = number_tables(number_figures({name: unlink_other_labs(
+                                                     name, number_formulas(name, tidy(text)), headers)
                                                  for name, text in before.items()}),
                                  sidebar_order(Path(argv[0])))
     except ValueError as e:

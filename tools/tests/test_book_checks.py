@@ -271,6 +271,21 @@ class TidyHtmlTest(unittest.TestCase):
         self.assertIn('<code class="book-nowrap">KeepsItsWhole</code>', out)  # prose: no breaks
         self.assertEqual(self.tidy(out), out)  # a second run changes nothing
 
+    def test_a_labs_pages_do_not_link_into_another_labs_header(self):
+        module = _load_tidy()
+        headers = module.header_pages(ROOT)
+        self.assertEqual(headers["paged__attention__v1_8hpp"], "05")
+        v1 = '<a class="code hl_variable" href="paged__attention__v1_8hpp.html#a08">kNumThreads</a>'
+        v2 = '<a class="el" href="paged__attention__v2_8hpp.html#a11">kPartitionSize</a>'
+        text = f"<code>{v1}</code> and <code>{v2}</code>"
+        self.assertEqual(module.unlink_other_labs("lab_06.html", text, headers),
+                         f"<code>kNumThreads</code> and <code>{v2}</code>")
+        self.assertEqual(module.unlink_other_labs("given_code_lab06.html", text, headers),
+                         f"<code>kNumThreads</code> and <code>{v2}</code>")
+        self.assertEqual(module.unlink_other_labs("lab_05.html", text, headers),
+                         f"<code>{v1}</code> and <code>kPartitionSize</code>")
+        self.assertEqual(module.unlink_other_labs("glossary.html", text, headers), text)
+
     def test_headings_and_titles_start_and_end_with_their_text(self):
         self.assertEqual(self.tidy('<h1><a class="anchor" id="lab_03_why"></a>\nWhy</h1>'),
                          '<h1><a class="anchor" id="lab_03_why"></a>Why</h1>')
