@@ -271,6 +271,15 @@ class TidyHtmlTest(unittest.TestCase):
         self.assertIn('<code class="book-nowrap">KeepsItsWhole</code>', out)  # prose: no breaks
         self.assertEqual(self.tidy(out), out)  # a second run changes nothing
 
+    def test_a_date_in_a_table_does_not_break_at_its_hyphens(self):
+        heading = ('<th class="markdownTableHeadRight"> v1, 2026-11-22 </th>'
+                   '<td><a href="m.html#run" title="run of 2026-11-26">2026-11-26</a></td>')
+        out = self.tidy(heading + "<p>the run of 2026-11-22</p>")
+        self.assertIn('v1, <span class="book-date">2026-11-22</span> </th>', out)
+        self.assertIn('title="run of 2026-11-26"><span class="book-date">2026-11-26</span></a>', out)
+        self.assertIn("<p>the run of 2026-11-22</p>", out)  # prose wraps at spaces anyway
+        self.assertEqual(self.tidy(out), out)  # a second run changes nothing
+
     def test_a_labs_pages_do_not_link_into_another_labs_header(self):
         module = _load_tidy()
         headers = module.header_pages(ROOT)
