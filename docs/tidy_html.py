@@ -17,6 +17,8 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   inside one, and a copied name has no character the test's own name lacks.
 - A date in a table cell ("v1, 2026-11-22" in a column heading) is never broken at its hyphens:
   it gets a span of class `book-date` (white-space: nowrap in book.css).
+- Doxygen writes a "Related Pages" index (pages.html) even with its tab hidden; when it lists
+  nothing it is removed, with its line in the sidebar's index (navtreeindexN.js).
 - Doxygen starts every section heading with an empty line (the anchor, then a newline) and ends a
   page title with a space: both are dropped, so a heading's text is its first line.
 - Figures are numbered per chapter, in order ("Figure 7.3." before the caption of lab_07.html's
@@ -252,6 +254,29 @@ def unlink_other_labs(name: str, text: str, headers: dict[str, str]) -> str:
     return HEADER_LINK.sub(keep_own, text)
 
 
+# Doxygen's "Related Pages" index, written even with its tab hidden (docs/DoxygenLayout.xml.in),
+# and what it lists (nothing, when its directory holds no row), and its line in the sidebar's
+# index of pages (navtreeindexN.js), which the link check follows.
+RELATED_PAGES = "pages.html"
+EMPTY_DIRECTORY = re.compile(r'<div class="directory">\s*</div>')
+NAVTREE_INDEX_LINE = re.compile(r'^"pages\.html":\[[^\]]*\],?\n', re.M)
+
+
+def drop_empty_related_pages(html_dir: Path) -> bool:
+    """Removes pages.html when it lists nothing (the sidebar lists every page; no page links to
+    it) and its entry in navtreeindex*.js; returns whether it did."""
+    page = html_dir / RELATED_PAGES
+    if not page.is_file() or not EMPTY_DIRECTORY.search(page.read_text(encoding="utf-8")):
+        return False
+    page.unlink()
+    for index in html_dir.glob("navtreeindex*.js"):
+        text = index.read_text(encoding="utf-8")
+        kept = NAVTREE_INDEX_LINE.sub("", text)
+        if kept != text:
+            index.write_text(kept, encoding="utf-8")
+    return True
+
+
 def tidy(text: str) -> str:
     text = TEST_NAME_CELL.sub(_breakable_name, text)  # before NOWRAP_CODE would claim the name
     text = SPACE_BEFORE_MATH.sub(r"\1\2", text)
@@ -268,6 +293,8 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     changed = 0
+    if drop_empty_related_pages(Path(argv[0])):
+        print("tidy_html: dropped the empty Related Pages index (pages.html)")
     paths = sorted(Path(argv[0]).glob("*.html"))
     before = {page.name: page.read_text(encoding="utf-8") for page in paths}
     try:
