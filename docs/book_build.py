@@ -6,7 +6,8 @@ The book is the Doxygen target `docs` of docs/CMakeLists.txt, configured on its 
 Doxygen warning is an error. The site lands in build/docs/html; this prints where to open it.
 With --check it then runs docs/book_check.py: the book's structure, a link check over the
 generated HTML, and a browser check in headless, offline chromium (driven by Debian's Selenium
-and chromedriver) with the layout check at 1400, 1920 and 900 px and a screenshot per page.
+and chromedriver) with the layout check at 1400, 1920, 1200, 1000 and 900 px and a screenshot
+per page.
 """
 from __future__ import annotations
 

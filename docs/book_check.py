@@ -22,9 +22,10 @@ the browser check adds Debian's Selenium.
   for MathJax, asserts the formulas rendered (no raw TeX left, no MathJax errors), every diagram
   and picture loaded as SVG and opens full size on click, and the console stayed clean with no
   request leaving the machine;
-  then, at 1400, 1920 and 900 px, the layout check (LAYOUT below: nothing wider than the content
-  column or cut off inside it, no Markdown left unrendered, no numbered list restarting); at
-  those widths and at 1000 px, figure text as drawn in the page (FIGURE_TEXT below: each text's
+  then, at 1400, 1920, 1200, 1000 and 900 px (WIDTHS), the layout check (LAYOUT below: nothing
+  wider than the content column or cut off inside it, no Markdown left unrendered, no numbered
+  list restarting; the formulas laid out again at each width, as a reader's resized window has
+  them); at those widths, figure text as drawn in the page (FIGURE_TEXT below: each text's
   computed font size times every scale between the SVG and the screen, CSS included); saves
   a screenshot of each page at 1400 px and of its key elements (test table, figures, widest
   snippet).
@@ -559,14 +560,17 @@ def link_check(html_dir: Path) -> LinkReport:
 # the window, take a screenshot); the "performance" log is chromedriver's own record of the page's
 # network events, which is how the check sees that nothing came from the network.
 
-# Window widths the layout is checked at: a laptop, a desktop screen, and a narrow window (a
-# split screen, where book.css folds the sidebar away). Screenshots are taken at the first.
-WIDTHS = (1400, 1920, 900)
+# Window widths the layout is checked at: a laptop, a desktop screen, a smaller laptop (1200 px,
+# the narrow sidebar), the narrowest window with the sidebar (1000 px: the narrowest column of
+# all, 723 px), and a narrow window (a split screen, where book.css folds the sidebar away).
+# Screenshots are taken at the first.
+WIDTHS = (1400, 1920, 1200, 1000, 900)
+NARROW_WIDTH = 900  # the no-browser estimate's narrow window
 # Figure text, as drawn in the page, at these window widths and at least this many px: 12 px, the
 # figures' own smallest size (docs/pictures/svgfig.py), wherever the column is as wide as a figure
-# (820 px): at 1400, 1920 and 900 px; and at 1000 px, the narrowest window with the sidebar,
-# whose 740 px column draws an 820 px figure at 90%, 10.5 px.
-FIGURE_TEXT_MIN_PX = {1400: 12, 1920: 12, 900: 12, 1000: 10.5}
+# (820 px): at 1400, 1920, 1200 and 900 px; and at 1000 px, the narrowest window with the
+# sidebar, whose 740 px column draws an 820 px figure at 90%, 10.5 px.
+FIGURE_TEXT_MIN_PX = {1400: 12, 1920: 12, 1200: 12, 1000: 10.5, 900: 12}
 WINDOW_HEIGHT = 900
 MAX_SHOT_HEIGHT = 16000  # taller pages are cut at this height in their full-page screenshot
 
@@ -934,10 +938,14 @@ def _log_problems(driver) -> list[str]:
 
 def _layout(driver, width: int) -> dict:
     driver.set_window_size(width, WINDOW_HEIGHT)
-    # Doxygen's resize.js lays the sidebar and the content out again on resize.
+    # Doxygen's resize.js lays the sidebar and the content out again on resize, and
+    # docs/mathjax-config.js has MathJax lay its formulas out again 200 ms after it: wait for
+    # that, then for MathJax's queue to empty.
     driver.execute_async_script(
         "const done = arguments[arguments.length - 1];"
-        "window.dispatchEvent(new Event('resize')); setTimeout(done, 300);")
+        "window.dispatchEvent(new Event('resize'));"
+        "setTimeout(() => window.MathJax && MathJax.Hub && MathJax.Hub.Queue"
+        " ? MathJax.Hub.Queue(() => done()) : done(), 300);")
     return driver.execute_script(LAYOUT)
 
 
@@ -1151,7 +1159,7 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
         if not problems:
             print(f"  ok: every text of every figure is at least {MIN_FIGURE_TEXT_PX} px at the column")
         count += len(problems)
-        print(f"== Figure text at a {WIDTHS[2]} px window ({narrow_column} px column; at least "
+        print(f"== Figure text at a {NARROW_WIDTH} px window ({narrow_column} px column; at least "
               f"{MIN_FIGURE_TEXT_PX_NARROW} px)")
         problems = figure_text_check(html_dir, [f for f, _ in book_pages(html_dir)], narrow_column,
                                      MIN_FIGURE_TEXT_PX_NARROW)

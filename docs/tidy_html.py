@@ -15,6 +15,10 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   book-test-name) gets a <wbr> before each word of it and after each dot, so the
   narrow test column breaks `ReshapeAndCacheMatchesHostReference` between its words, never
   inside one, and a copied name has no character the test's own name lacks.
+- A date in a table cell ("v1, 2026-11-22" in a column heading) is never broken at its hyphens:
+  it gets a span of class `book-date` (white-space: nowrap in book.css).
+- Doxygen writes a "Related Pages" index (pages.html) even with its tab hidden; when it lists
+  nothing it is removed, with its line in the sidebar's index (navtreeindexN.js).
 - Doxygen starts every section heading with an empty line (the anchor, then a newline) and ends a
   page title with a space: both are dropped, so a heading's text is its first line.
 - Figures are numbered per chapter, in order ("Figure 7.3." before the caption of lab_07.html's
@@ -62,6 +66,11 @@ TITLE_TRAILING_SPACE = re.compile(r'(<div class="title">[^<]*?) +(</div>)')
 # `lab05_bench` on the next line. An opening bracket before such code and the punctuation after it
 # stay on its line.
 CODE_WITH_PUNCTUATION = re.compile(r'(\(?)(<code class="book-nowrap">[^<]*</code>)([)\],;:.]*)')
+# A table cell, and an ISO date in its text: a browser may break "2026-11-22" after a hyphen in a
+# narrow column heading; the date gets a span of class book-date (white-space: nowrap).
+TABLE_CELL = re.compile(r"(<t[hd]\b[^>]*>)(.*?)(</t[hd]>)", re.DOTALL)
+ISO_DATE = re.compile(r"(?<![\w-])(\d{4}-\d\d-\d\d)(?![\w-])")
+DATE_SPAN = '<span class="book-date">'
 
 
 # A chapter's picture as Doxygen writes `\image html NAME.svg "caption"`, up to its caption's text.
@@ -203,6 +212,15 @@ def _keep_together(m: re.Match) -> str:
     return f'<span class="book-nowrap">{m.group(1)}{m.group(2)}{m.group(3)}</span>'
 
 
+def _unbroken_dates(cell: re.Match) -> str:
+    """The cell with each date of its text (not of a tag's attributes) kept on one line."""
+    parts = re.split(r"(<[^>]*>)", cell.group(2))
+    for i in range(0, len(parts), 2):  # the text between tags; a date already wrapped stays
+        if i == 0 or parts[i - 1] != DATE_SPAN:
+            parts[i] = ISO_DATE.sub(DATE_SPAN + r"\1</span>", parts[i])
+    return cell.group(1) + "".join(parts) + cell.group(3)
+
+
 def _breakable_name(m: re.Match) -> str:
     return m.group(1) + NAME_BREAK.sub("<wbr>", m.group(2)) + m.group(3)
 
@@ -236,6 +254,29 @@ def unlink_other_labs(name: str, text: str, headers: dict[str, str]) -> str:
     return HEADER_LINK.sub(keep_own, text)
 
 
+# Doxygen's "Related Pages" index, written even with its tab hidden (docs/DoxygenLayout.xml.in),
+# and what it lists (nothing, when its directory holds no row), and its line in the sidebar's
+# index of pages (navtreeindexN.js), which the link check follows.
+RELATED_PAGES = "pages.html"
+EMPTY_DIRECTORY = re.compile(r'<div class="directory">\s*</div>')
+NAVTREE_INDEX_LINE = re.compile(r'^"pages\.html":\[[^\]]*\],?\n', re.M)
+
+
+def drop_empty_related_pages(html_dir: Path) -> bool:
+    """Removes pages.html when it lists nothing (the sidebar lists every page; no page links to
+    it) and its entry in navtreeindex*.js; returns whether it did."""
+    page = html_dir / RELATED_PAGES
+    if not page.is_file() or not EMPTY_DIRECTORY.search(page.read_text(encoding="utf-8")):
+        return False
+    page.unlink()
+    for index in html_dir.glob("navtreeindex*.js"):
+        text = index.read_text(encoding="utf-8")
+        kept = NAVTREE_INDEX_LINE.sub("", text)
+        if kept != text:
+            index.write_text(kept, encoding="utf-8")
+    return True
+
+
 def tidy(text: str) -> str:
     text = TEST_NAME_CELL.sub(_breakable_name, text)  # before NOWRAP_CODE would claim the name
     text = SPACE_BEFORE_MATH.sub(r"\1\2", text)
@@ -243,6 +284,7 @@ def tidy(text: str) -> str:
     text = NOWRAP_LINKED_CODE.sub(r'<code class="book-nowrap">\1</code>', text)
     text = HEADING_ANCHOR_NEWLINE.sub(r"\1", text)
     text = TITLE_TRAILING_SPACE.sub(r"\1\2", text)
+    text = TABLE_CELL.sub(_unbroken_dates, text)
     return CODE_WITH_PUNCTUATION.sub(_keep_together, text)
 
 
@@ -251,6 +293,8 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     changed = 0
+    if drop_empty_related_pages(Path(argv[0])):
+        print("tidy_html: dropped the empty Related Pages index (pages.html)")
     paths = sorted(Path(argv[0]).glob("*.html"))
     before = {page.name: page.read_text(encoding="utf-8") for page in paths}
     try:

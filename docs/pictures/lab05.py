@@ -65,7 +65,7 @@ def thread_map() -> Figure:
     y3 = 232
     f.text(10, y3, f"3. In a block of warp 0: group g reads token g; rank r reads bytes "
            f"8r … 8r + 7 of each 16-byte chunk (x = {X})", size=SIZE, weight="bold")
-    f.text(10, y3 + 17, f"key_cache[block, kv_head, chunk i, token, 0 … 7]: a row is chunk i of "
+    f.text(10, y3 + 17, f"key_cache[block, kv_head, chunk ν, token, 0 … 7]: a row is chunk ν of "
            f"all {BLOCK_SIZE} tokens ({BLOCK_SIZE * 16} contiguous bytes)",
            size=SIZE_SMALL, fill=MUTED)
     shown = [0, 1, 2, None, NUM_CHUNKS - 1]  # None: the rows left out
@@ -93,9 +93,9 @@ def thread_map() -> Figure:
     f.vbrace(grid.right(BLOCK_SIZE * G - 1) + 3, grid.top(0) + 1, grid.bottom(0) - 1,
              ["one load:", "vec 0 of", "32 lanes"])
     foot = grid.bottom(len(shown) - 1) + 22
-    y = f.paragraph(10, foot, f"Lane {2 * 5 + 1} = group 5, rank 1: its vec i is key_cache[block, "
-                    f"kv_head, i, 5, 4 : 8] (d = 8i + 4 … 8i + 7), i = 0 … {NUM_CHUNKS - 1}, and "
-                    "it multiplies them with q_vecs[1][i], the same slices of q. Vec i of all 32 "
+    y = f.paragraph(10, foot, f"Lane {2 * 5 + 1} = group 5, rank 1: its vec ν is key_cache[block, "
+                    f"kv_head, ν, 5, 4 : 8] (δ = 8ν + 4 … 8ν + 7), ν = 0 … {NUM_CHUNKS - 1}, and "
+                    "it multiplies them with q_vecs[1][ν], the same slices of q. Vec ν of all 32 "
                     f"lanes is one coalesced {BLOCK_SIZE * 16}-byte load; the group's butterfly "
                     "then adds its two partial dot products.", size=NOTE_SIZE)
     # Which warp's groups are drawn is said once, in the chapter's prose next to the figure.
@@ -151,7 +151,7 @@ def key_cache() -> Figure:
     f.vbrace(col - 6, y0 + 1, y0 + ch - 1, ["one row:", "16 tokens × 16 B,", "contiguous"])
     f.text(10, 258, "A chunk is x = 16 bytes / 2 = 8 dimensions of one token: one 16-byte load. "
            "The chunk index comes before the token,", size=SIZE_SMALL, fill=MUTED)
-    f.text(10, 274, "so chunk i of all 16 tokens lies side by side: the warp's load of vec i "
+    f.text(10, 274, "so chunk ν of all 16 tokens lies side by side: the warp's load of vec ν "
            "reads one contiguous 256-byte row.", size=SIZE_SMALL, fill=MUTED)
     return f
 
@@ -183,11 +183,11 @@ def value_cache() -> Figure:
             lane = (d % (WARP_SIZE // lanes_per_row)) * lanes_per_row + c
             f.rect(x0 + c * cw, y, cw, ch, fill=rank_fill(hue(lane // 2), lane % 2),
                    stroke="#ffffff", sw=1.5)
-            f.text(x0 + (c + 0.5) * cw, y + ch / 2, f"lane {lane}, pass {pass_ + 1}", size=SIZE_SMALL,
+            f.text(x0 + (c + 0.5) * cw, y + ch / 2, f"lane {lane}, pass {pass_}", size=SIZE_SMALL,
                    anchor="middle", mono=True)
     f.rect(x0, y0, lanes_per_row * cw, len(rows) * ch, stroke=INK, sw=1)
     f.vbrace(x0 + lanes_per_row * cw + 4, y0 + 1, y0 + 5 * ch - 1,
-             ["pass 1: 32 lanes,", "16 rows"])
+             ["pass 0: 32 lanes,", "16 rows"])
     f.lines(600, y0 + 6 * ch + 20, ["8 passes cover", "the 128 rows"], size=SIZE_SMALL,
             anchor="start", fill=MUTED)
     y = f.paragraph(10, 270, "A row is one dimension across the block's tokens: 16 bytes hold 8 "
@@ -327,7 +327,7 @@ def warp_butterfly() -> Figure:
     tg = max(WARP_SIZE // BLOCK_SIZE, 1)
     f = Figure(820, 300, "XOR butterfly across a warp",
                f"Block size {BLOCK_SIZE}, so TG = {tg}: the 32 lanes of a warp reduce in five "
-               "shuffles, masks 16 down to 1; bold, the five values lane 0 receives. The max "
+               "shuffles, masks 16 down to 1; thick black arrows, the five values lane 0 receives. The max "
                "stops after mask TG, the sum after mask 1.")
     f.text(10, 14, f"Across a warp: block size {BLOCK_SIZE}, so TG = {tg}; masks 16, 8, 4, 2, 1",
            size=SIZE_TITLE, weight="bold")
@@ -338,7 +338,8 @@ def warp_butterfly() -> Figure:
     max_row = masks.index(tg) + 1         # the row where the max is complete
     # At step k every lane takes the value of the lane that differs in bit `mask`: the whole
     # lattice in grey, the exchanges whose sums reach lane 0 (lanes < mask) in the step's colour,
-    # and bold the five that land on lane 0, which between them carry all 32 lanes.
+    # and thick and black the five that land on lane 0, which between them carry all 32 lanes.
+    # The legend under the lattice and the chapter's caption name them the same way.
     for k, mask in enumerate(masks):
         for l in range(WARP_SIZE):
             into_lane0 = l < mask
@@ -358,9 +359,10 @@ def warp_butterfly() -> Figure:
                anchor="middle", fill=MUTED)
     f.vbrace(lx[-1] + 12, rows[max_row] - 6, rows[max_row] + 6, ["max done"], size=NOTE_SIZE)
     f.vbrace(lx[-1] + 12, rows[-1] - 6, rows[-1] + 6, ["sum done"], size=NOTE_SIZE)
-    y = f.paragraph(10, rows[-1] + 34, "Coloured: the exchanges whose sums reach lane 0; grey: "
-                    "the other lanes doing the same. Filled: the lanes that hold the warp's "
-                    "result. The max "
+    y = f.paragraph(10, rows[-1] + 34, "Thick black arrows: the five values lane 0 receives, "
+                    "which between them carry all 32 lanes. Coloured: the exchanges whose sums "
+                    "reach lane 0; grey: the other lanes doing the same. Filled: the lanes that "
+                    "hold the warp's result. The max "
                     f"skips the masks below TG (they would fold a group into itself): after mask "
                     f"{tg} the group leaders, lane 0 among them, hold the warp's maximum and the "
                     "other lanes −FLT_MAX. The sum runs to mask 1 and leaves it in every lane. "

@@ -313,7 +313,7 @@ def key_loop() -> Figure:
     sync("every wₜ visible to the value loop (block_sum)")
     phase("Step 5: each warp's values at block_ids[i], no table load; Step 6: its rows → warp_rows")
     sync("every warp's rows visible: the one barrier of the cross-warp sum")
-    phase("Step 7: thread t adds element t (and t + 128) of the four rows → a contiguous tmp_out row")
+    phase("Step 7: thread θ adds element θ (and θ + 128) of the four rows → a contiguous tmp_out row")
     in_flight = LOOP_BLOCK_SIZE * LOOP_HEAD_SIZE * LOOP_ELEM_BYTES
     y = f.paragraph(10, y + 18,
                     f"Each row of Step 3: a warp's loads of block i + {NUM_WARPS} (dashed, into "

@@ -271,6 +271,33 @@ class TidyHtmlTest(unittest.TestCase):
         self.assertIn('<code class="book-nowrap">KeepsItsWhole</code>', out)  # prose: no breaks
         self.assertEqual(self.tidy(out), out)  # a second run changes nothing
 
+    def test_a_date_in_a_table_does_not_break_at_its_hyphens(self):
+        heading = ('<th class="markdownTableHeadRight"> v1, 2026-11-22 </th>'
+                   '<td><a href="m.html#run" title="run of 2026-11-26">2026-11-26</a></td>')
+        out = self.tidy(heading + "<p>the run of 2026-11-22</p>")
+        self.assertIn('v1, <span class="book-date">2026-11-22</span> </th>', out)
+        self.assertIn('title="run of 2026-11-26"><span class="book-date">2026-11-26</span></a>', out)
+        self.assertIn("<p>the run of 2026-11-22</p>", out)  # prose wraps at spaces anyway
+        self.assertEqual(self.tidy(out), out)  # a second run changes nothing
+
+    def test_an_empty_related_pages_index_is_dropped_with_its_sidebar_entry(self):
+        module = _load_tidy()
+        with tempfile.TemporaryDirectory() as tmp:
+            site = Path(tmp)
+            (site / "pages.html").write_text('<div class="directory">\n</div>', encoding="utf-8")
+            (site / "navtreeindex0.js").write_text('var NAVTREEINDEX0 =\n{\n"lab_01.html":[1],\n'
+                                                   '"pages.html":[],\n"setup.html":[2]\n};\n',
+                                                   encoding="utf-8")
+            self.assertTrue(module.drop_empty_related_pages(site))
+            self.assertFalse((site / "pages.html").exists())
+            self.assertEqual((site / "navtreeindex0.js").read_text(encoding="utf-8"),
+                             'var NAVTREEINDEX0 =\n{\n"lab_01.html":[1],\n"setup.html":[2]\n};\n')
+            # A Related Pages index that lists a page stays.
+            listing = '<div class="directory">\n<table><tr><td>a page</td></tr></table></div>'
+            (site / "pages.html").write_text(listing, encoding="utf-8")
+            self.assertFalse(module.drop_empty_related_pages(site))
+            self.assertTrue((site / "pages.html").exists())
+
     def test_a_labs_pages_do_not_link_into_another_labs_header(self):
         module = _load_tidy()
         headers = module.header_pages(ROOT)
