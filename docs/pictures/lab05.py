@@ -88,7 +88,7 @@ def thread_map() -> Figure:
                sw=0.8)
     f.text(kx - 6, ky - 9, "token:", size=SIZE_SMALL, anchor="end", fill=MUTED)
     for r, i in enumerate(shown):
-        label = "⋮" if i is None else f"i = {i}: d {i * X}–{i * X + X - 1}"
+        label = "⋮" if i is None else f"ν = {i}: δ {i * X}–{i * X + X - 1}"
         f.text(kx - 6, grid.cy(r), label, size=SIZE_SMALL, anchor="end", fill=MUTED)
     f.vbrace(grid.right(BLOCK_SIZE * G - 1) + 3, grid.top(0) + 1, grid.bottom(0) - 1,
              ["one load:", "vec 0 of", "32 lanes"])
@@ -134,7 +134,7 @@ def key_cache() -> Figure:
                     continue
                 first = i * X + rank * VEC_SIZE
                 f.rect(x, y, hw, ch, fill=rank_fill(hue(t), rank), stroke="#ffffff", sw=1.5)
-                f.text(x + hw / 2, y + ch / 2, f"d {first}–{first + VEC_SIZE - 1}", size=SIZE_SMALL,
+                f.text(x + hw / 2, y + ch / 2, f"δ {first}–{first + VEC_SIZE - 1}", size=SIZE_SMALL,
                        anchor="middle", mono=True)
         f.rect(col, y0, G * hw, len(chunks) * ch, stroke=INK, sw=1)
         for rank in range(G):
@@ -146,7 +146,7 @@ def key_cache() -> Figure:
         f.arrow(col + G * hw / 2, 67, col + G * hw / 2, y0 - 22, color=hue(t).ink)
         col += G * hw + 12
     for r, i in enumerate(chunks):
-        label = "⋮" if i is None else f"chunk {i}: d {i * X}–{i * X + X - 1}"
+        label = "⋮" if i is None else f"chunk {i}: δ {i * X}–{i * X + X - 1}"
         f.text(x0 - 8, y0 + (r + 0.5) * ch, label, size=SIZE_SMALL, anchor="end", fill=MUTED)
     f.vbrace(col - 6, y0 + 1, y0 + ch - 1, ["one row:", "16 tokens × 16 B,", "contiguous"])
     f.text(10, 258, "A chunk is x = 16 bytes / 2 = 8 dimensions of one token: one 16-byte load. "
@@ -178,7 +178,7 @@ def value_cache() -> Figure:
                 f.text(x0 + (c + 0.5) * cw, y + ch / 2, "⋮", size=SIZE_SMALL, anchor="middle")
             continue
         d, pass_ = row
-        f.text(x0 - 8, y + ch / 2, f"d {d}", size=SIZE_SMALL, anchor="end", fill=MUTED)
+        f.text(x0 - 8, y + ch / 2, f"δ {d}", size=SIZE_SMALL, anchor="end", fill=MUTED)
         for c in range(lanes_per_row):
             lane = (d % (WARP_SIZE // lanes_per_row)) * lanes_per_row + c
             f.rect(x0 + c * cw, y, cw, ch, fill=rank_fill(hue(lane // 2), lane % 2),

@@ -208,9 +208,11 @@ def tiles() -> Figure:
                      "others, never written out.", fill=MUTED, size=NOTE_SIZE)
     # W · V = acc
     y3 = yn + 46
+    # The padding rows of W are not 0: a zero query scores 0 on every key, so its weights are
+    # e^0 = 1 on the real tokens; they are computed and never written out.
     pg = _tile(f, 116, y3, 2, NUM_WARPS, 44, hh, "W (tiles.p)", "[16, 64] 16-bit",
                lambda r, c: None, lambda r, c: f"t{16 * c}+" if r == 0 else "",
-               row_labels=groups)
+               row_labels=["group heads", "rows 8-15: pad"])
     f.text(pg.x + pg.width + 14, y3 + hh, "·", size=22, anchor="middle")
     vx = pg.x + pg.width + 60
     vg = _tile(f, vx, y3, NUM_WARPS, qk_steps, cw, ch, "V (value tile)",
