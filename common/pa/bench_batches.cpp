@@ -105,7 +105,7 @@ std::string check_bench_output(const BenchBatch& b, const Tensor& out) {
              {last_seq, last_head},
              {last_seq / 2, last_head / 2}};
   }
-  // The tests' tolerance for float16/bfloat16 output: two half-ulps of the output type
+  // The tests' tolerance for float16/bfloat16 output: one ulp (two half-ulps) of the output type
   // (2^-11 and 2^-8 relative); atol covers outputs near 0.
   const double rtol = out.dtype() == DType::kBFloat16  ? 8e-3
                       : out.dtype() == DType::kFloat16 ? 1e-3

@@ -198,16 +198,16 @@ def measured() -> Figure:
     row_h = 40
     f = Figure(820, 84 + row_h * len(BATCHES), "v1 and v2 on an H100",
                "For the seven benchmark batches, one run of lab06_bench on one H100: lab 05's v1 "
-               "and this lab's v2 in GB/s of the K and V bytes they must read, the read roofline "
+               "and this lab's v2 in GB/s of the K and V bytes they must read, the read yardstick "
                "over the same buffers in the same run, and v2's target where it is a fraction "
-               "of the read.")
+               "of the yardstick.")
     x0 = 230
     scale = h100.gbps_scale(f, x0, 560, 40 + row_h * len(BATCHES))
     for i, (seqs, tokens, heads, kv, target) in enumerate(BATCHES):
         shape = (seqs, tokens, heads, kv)
         y = 42 + row_h * i
         f.text(10, y + 10, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
-        f.text(10, y + 25, f"target ≥ {target}% of the read" if target
+        f.text(10, y + 25, f"target ≥ {target}% of the yardstick" if target
                else "target: v2 ≥ v1" if shape in v1 else "no target: v1 cannot run",
                size=SIZE_SMALL, fill=MUTED)
         def bar(style, figure, missing, bold=False):
@@ -222,7 +222,7 @@ def measured() -> Figure:
     end = f.legend(10, y, [(WARPS[0], "v1 (lab 05)"), (WARPS[3], "v2 (this lab)"),
                            (STATE, "target")])
     f.line(end, y - 7, end, y + 7, stroke=INK, sw=2)
-    f.text(end + 6, y, "read roofline, same run (% in brackets: of it)", size=SIZE_SMALL)
+    f.text(end + 6, y, "read yardstick, same run (% in brackets: of it)", size=SIZE_SMALL)
     return f
 
 

@@ -312,15 +312,15 @@ def targets() -> Figure:
     row_h = 70
     f = Figure(820, 104 + row_h * len(SHAPES), "Where the kernel landed on an H100",
                "For the five benchmark batches, one run on one H100: the kernels of labs 05 and 06, "
-               "this lab's kernel and FlashAttention through PyTorch, the plain read of the same "
-               "bytes, and this lab's target as a fraction of the read.")
+               "this lab's kernel and FlashAttention through PyTorch, the read yardstick of the same "
+               "bytes, and this lab's target as a fraction of the yardstick.")
     x0 = 230
     scale = h100.gbps_scale(f, x0, 560, 40 + row_h * len(SHAPES))
     for i, (seqs, tokens, heads, kv, target) in enumerate(SHAPES):
         shape = (seqs, tokens, heads, kv)
         y = 42 + row_h * i
         f.text(10, y + 10, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
-        f.text(10, y + 25, f"target ≥ {target}% of the read", size=SIZE_SMALL, fill=MUTED)
+        f.text(10, y + 25, f"target ≥ {target}% of the yardstick", size=SIZE_SMALL, fill=MUTED)
         # The read: the benchmark's own yardstick, one for every batch. Where the run stopped
         # before the yardstick's own entry, its rate in this kernel's loop, which the kernel's
         # roofline_pct implies (the chapter's table of these batches, its note 3).
@@ -338,12 +338,12 @@ def targets() -> Figure:
             (WARPS[2], flash, f"{flash:,.0f}", "", False)])
     y = 62 + row_h * len(SHAPES)
     f.legend(10, y, [(WARPS[0], "v1 (lab 05)"), (WARPS[3], "v2 (lab 06)"),
-                     (WARPS[1], "this lab (% of the same-run read)"),
+                     (WARPS[1], "this lab (% of the read yardstick)"),
                      (WARPS[2], "FlashAttention via SDPA, contiguous")])
     y += 22
     end = f.legend(10, y, [(STATE, "target")])
     f.line(end, y - 7, end, y + 7, stroke=INK, sw=2)
-    f.text(end + 6, y, "plain read of the same bytes", size=SIZE_SMALL)
+    f.text(end + 6, y, "read yardstick (same run, same bytes)", size=SIZE_SMALL)
     return f
 
 

@@ -54,7 +54,7 @@ struct Tolerance {
 ///    p-weighted mean of |v|, about 1 for the tests' N(0, 1) values (it reaches max|v| only if
 ///    all the weight sits on the largest value), and the per-weight errors' signs differ, so
 ///    atol = 2u covers it with room;
-///  - out: the final rounding to the output type, half an ulp; rtol is two half-ulps
+///  - out: the final rounding to the output type, half an ulp; rtol is one ulp (two half-ulps)
 ///    (2^-11 * 2 ~ 1e-3, 2^-8 * 2 ~ 8e-3) as in lab 05;
 ///  - float32 sums and the GPU's approximate __expf: ~1e-6, far below both.
 /// A wrong weight, row or partition moves outputs by 1e-1 and more.
