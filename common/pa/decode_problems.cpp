@@ -273,8 +273,20 @@ void scale_query_row(DecodeProblem& p, Eigen::Index row, double factor) {
   }
 }
 
-void make_rows_equal(std::vector<Mat>& per_sequence) {
-  for (Mat& m : per_sequence) m.rowwise() = Eigen::RowVectorXd(m.row(0));
+void fill_cache_with_one_row(DecodeProblem& p, CacheSide side) {
+  const DecodeConfig& c = p.cfg;
+  std::vector<Mat>& rows = side == CacheSide::kKeys ? p.k : p.v;
+  const Eigen::RowVectorXd first = rows.front().row(0).head(c.head_size);
+  Eigen::RowVectorXd row(Eigen::Index{c.num_kv_heads} * c.head_size);
+  for (int h = 0; h < c.num_kv_heads; ++h) row.segment(Eigen::Index{h} * c.head_size, c.head_size) = first;
+  for (Mat& m : rows) m.rowwise() = row;
+  // put_token writes a key and a value together: the side left alone goes to a throwaway cache.
+  Tensor unused_keys = p.key_cache, unused_values = p.value_cache;
+  Tensor& keys = side == CacheSide::kKeys ? p.key_cache : unused_keys;
+  Tensor& values = side == CacheSide::kValues ? p.value_cache : unused_values;
+  for (int block = 0; block < p.num_blocks; ++block) {
+    for (int r = 0; r < c.block_size; ++r) put_token(c.layout, keys, values, block, r, row, row);
+  }
 }
 
 DecodeProblem with_query_scaled(DecodeProblem p, double factor) {

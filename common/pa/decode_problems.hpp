@@ -160,9 +160,15 @@ void scale_query_row(DecodeProblem& p, Eigen::Index row, double factor);
 /// power of two, the reference of the copy is the truth for `p` run at `factor` times its scale.
 DecodeProblem with_query_scaled(DecodeProblem p, double factor);
 
-/// Makes every row of each sequence's matrix (p.k or p.v) equal to its first row: equal keys give
-/// every token the same weight, equal values make the output that row whatever the weights.
-void make_rows_equal(std::vector<Mat>& per_sequence);
+/// Which cache a helper rewrites.
+enum class CacheSide { kKeys, kValues };
+
+/// Writes one row (sequence 0's first key or value of kv head 0) into every kv head of every slot
+/// of the whole cache, rows past each end and spare blocks included, and into every row of p.k or
+/// p.v. Call it after the problem is placed. With one key everywhere, no key read (right or wrong
+/// block, row or head) can change a weight: every softmax is uniform over the tokens it covers.
+/// With one value everywhere, no value read can change out: it is that row times the weights' sum.
+void fill_cache_with_one_row(DecodeProblem& p, CacheSide side);
 
 /// Makes token 0 of every sequence an attention sink: for each kv head its key becomes the sum
 /// of the group's query rows, stretched so that every head of the group scores at least

@@ -350,23 +350,25 @@ TEST_P(PagedAttentionV1, EveryAnswerLandsInItsOwnRow) {
 }
 
 // Two tests that each leave one half of the kernel nothing to get wrong, so that a failure
-// says which half holds the bug. Equal keys make every score of a sequence equal whatever the
-// query, the scale and the max: the softmax is uniform and out is the plain mean of the values
-// (the value side and the normalization alone decide it). Equal values make out that value
-// for any weights that sum to 1 (the scores alone cannot change it; the normalization and the
-// value side can). The NaN rows of every last block are still there.
+// says which half holds the bug. One key in every slot of the key cache (every block, kv head and
+// row, the rows past each end and the spare block included) makes every score equal whatever the
+// query, the scale, the max and whichever keys are read, right or wrong: the softmax is uniform
+// and out is the plain mean of the values, which the value side and the normalization alone
+// decide. One value in every slot of the value cache makes out that value for any weights that
+// sum to 1, whichever value rows are read: the scores alone cannot change it; the normalization
+// and the sum over blocks can. Lengths run to nine blocks, so every warp folds several blocks.
 TEST_P(PagedAttentionV1, EqualKeysGiveTheMeanOfTheValues) {
   Config c;
   c.dtype = DType::kFloat32;
   c.num_heads = 4;
   c.num_kv_heads = 2;
-  c.seq_lens = {1, 15, 16, 17, 40};
+  c.seq_lens = {1, 15, 16, 17, 40, 9 * 16 + 5};
   Rng rng(911);
   Problem p = make_problem(rng, c);
-  pa::testing::make_rows_equal(p.k);
   pa::testing::place_shuffled(p, rng);
+  pa::testing::fill_cache_with_one_row(p, pa::testing::CacheSide::kKeys);
   // The one test with a flat softmax on purpose: its reference, the mean of each sequence's
-  // values, is far from zero and from any single row.
+  // values (the value rows past each end are still NaN), is far from zero and from any one row.
   expect_close_to_reference(p, run(GetParam(), p));
 }
 
@@ -375,11 +377,11 @@ TEST_P(PagedAttentionV1, EqualValuesComeBackWhateverTheWeights) {
   c.dtype = DType::kFloat32;
   c.num_heads = 4;
   c.num_kv_heads = 2;
-  c.seq_lens = {1, 15, 16, 17, 40};
+  c.seq_lens = {1, 15, 16, 17, 40, 9 * 16 + 5};
   Rng rng(912);
   Problem p = make_problem(rng, c);
-  pa::testing::make_rows_equal(p.v);
   pa::testing::place_shuffled(p, rng);
+  pa::testing::fill_cache_with_one_row(p, pa::testing::CacheSide::kValues);
   EXPECT_TRUE(pa::testing::SpreadIsWide(p));
   expect_close_to_reference(p, run(GetParam(), p));
 }

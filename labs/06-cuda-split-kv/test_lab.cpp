@@ -993,15 +993,16 @@ TEST_P(PagedAttentionV2, OneTokenReturnsItsValueExactly) {
 }
 
 // Two tests that each leave one half of the kernels nothing to get wrong (as lab 05's), over
-// partitions of unequal sizes, so that a failure says which half holds the bug. Equal keys make
-// every score of a sequence equal whatever the query, the scale and the partition: every
-// partition's max is the same, the softmax is uniform and out is the plain mean of the values,
-// so only which value rows each partition reads and how the reduce weighs the partitions (by
-// their sums: how many tokens each holds) decide it. Equal values make out that value for any
-// weights that sum to 1: which tokens are scored and how cannot change it; the normalization of
-// each partition and of the reduce can.
+// partitions of unequal sizes, so that a failure says which half holds the bug. One key in every
+// slot of the key cache (rows past each end and spare blocks included) makes every score equal
+// whatever the query, the scale, the partition and whichever keys are read: every partition's
+// max is the same, the softmax is uniform and out is the plain mean of the values, so only which
+// value rows each partition reads and how the reduce weighs the partitions (by their sums: how
+// many tokens each holds) decide it. One value in every slot of the value cache makes out that
+// value for any weights that sum to 1, whichever value rows are read: which tokens are scored and
+// how cannot change it; the normalization of each partition and of the reduce can.
 /// A GQA 4/2 float32 problem of lengths around the small partition's edges, whose keys (or
-/// values) are one row repeated per sequence.
+/// values) are one row in every slot of the cache.
 Problem equal_rows_problem(std::uint64_t seed, bool keys) {
   Config c;
   c.dtype = DType::kFloat32;
@@ -1011,8 +1012,9 @@ Problem equal_rows_problem(std::uint64_t seed, bool keys) {
   c.seq_lens = {1, 63, 64, 65, 300, 700};
   Rng rng(seed);
   Problem p = make_problem(rng, c);
-  pa::testing::make_rows_equal(keys ? p.k : p.v);
   pa::testing::place_shuffled(p, rng);
+  pa::testing::fill_cache_with_one_row(
+      p, keys ? pa::testing::CacheSide::kKeys : pa::testing::CacheSide::kValues);
   widen_for_every_partition_size(p);
   return p;
 }
@@ -1021,7 +1023,7 @@ TEST_P(PagedAttentionV2, EqualKeysGiveTheMeanOfTheValues) {
   const Problem p = equal_rows_problem(915, true);
   for (const int partition_size : {kPartitionSize, kSmallPartition}) {
     SCOPED_TRACE("partition_size " + std::to_string(partition_size) +
-                 ": every key of a sequence is the same row, so every weight is 1 / seq_len in "
+                 ": every key slot of the cache holds one row, so every weight is 1 / seq_len in "
                  "every partition and out is the mean of the sequence's values");
     expect_close_to_reference(p, run(GetParam(), p, partition_size).out);
   }
@@ -1032,7 +1034,7 @@ TEST_P(PagedAttentionV2, EqualValuesComeBackWhateverTheWeights) {
   EXPECT_TRUE(pa::testing::SpreadIsWide(p));
   for (const int partition_size : {kPartitionSize, kSmallPartition}) {
     SCOPED_TRACE("partition_size " + std::to_string(partition_size) +
-                 ": every value row of a sequence is the same, so out is that row for any "
+                 ": every value slot of the cache holds one row, so out is that row for any "
                  "weights that sum to 1 over the sequence's tokens and its partitions");
     expect_close_to_reference(p, run(GetParam(), p, partition_size).out);
   }

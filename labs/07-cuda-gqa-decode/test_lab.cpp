@@ -517,19 +517,21 @@ TEST_P(GqaDecode, OneTokenReturnsItsValueExactly) {
 
 // Two tests that each leave one half of the kernel nothing to get wrong (as lab 05's), over
 // partitions of one tile of unequal sizes (8, 3, 1 and 1 per sequence, the last ones short), so
-// that a failure says which half holds the bug. Equal keys make every score of a sequence equal
-// whatever the query, the scale, the tile and the partition: every partition's max is the same,
-// the softmax is uniform and out is the plain mean of the values, so only which values are read
-// and how the partitions are weighted (by how many tokens each holds: its sum) decide it. Equal
-// values make out that value for any weights that sum to 1: which tokens are scored and how
-// cannot change it; the normalization of each partition and of the merge can.
+// that a failure says which half holds the bug. One key in every slot of the key cache (rows past
+// each end and spare blocks included) makes every score equal whatever the query, the scale, the
+// tile, the partition and whichever keys are read: every partition's max is the same, the
+// softmax is uniform and out is the plain mean of the values, so only which values are read and
+// how the partitions are weighted (by how many tokens each holds: its sum) decide it. One value
+// in every slot of the value cache makes out that value for any weights that sum to 1, whichever
+// value rows are read: which tokens are scored and how cannot change it; the normalization of
+// each partition and of the merge can.
 TEST_P(GqaDecode, EqualKeysGiveTheMeanOfTheValues) {
   const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {500, 130, 64, 1});
   Rng rng(754);
   DecodeProblem p = make_problem(rng, c);
-  pa::testing::make_rows_equal(p.k);
   pa::testing::place_shuffled(p, rng);
-  SCOPED_TRACE("every key of a sequence is the same row: every weight is 1 / seq_len, in every "
+  pa::testing::fill_cache_with_one_row(p, pa::testing::CacheSide::kKeys);
+  SCOPED_TRACE("every key slot of the cache holds one row: every weight is 1 / seq_len, in every "
                "partition, and out is the mean of the sequence's values");
   EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kTileTokens)));
 }
@@ -540,9 +542,9 @@ TEST_P(GqaDecode, EqualKeysInOnePartitionGiveTheMeanOfTheValues) {
   const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {500, 130, 64, 1});
   Rng rng(757);
   DecodeProblem p = make_problem(rng, c);
-  pa::testing::make_rows_equal(p.k);
   pa::testing::place_shuffled(p, rng);
-  SCOPED_TRACE("every key of a sequence is the same row and each sequence is one partition: "
+  pa::testing::fill_cache_with_one_row(p, pa::testing::CacheSide::kKeys);
+  SCOPED_TRACE("every key slot of the cache holds one row and each sequence is one partition: "
                "out is the mean of the sequence's own values of its kv head");
   EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kNoSplit)));
 }
@@ -551,10 +553,10 @@ TEST_P(GqaDecode, EqualValuesComeBackWhateverTheWeights) {
   const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {500, 130, 64, 1});
   Rng rng(755);
   DecodeProblem p = make_problem(rng, c);
-  pa::testing::make_rows_equal(p.v);
   pa::testing::place_shuffled(p, rng);
+  pa::testing::fill_cache_with_one_row(p, pa::testing::CacheSide::kValues);
   EXPECT_TRUE(pa::testing::SpreadIsWide(p));
-  SCOPED_TRACE("every value row of a sequence is the same: out is that row for any weights "
+  SCOPED_TRACE("every value slot of the cache holds one row: out is that row for any weights "
                "that sum to 1 over the sequence's tokens and its partitions");
   EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kTileTokens)));
 }
