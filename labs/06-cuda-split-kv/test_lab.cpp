@@ -626,11 +626,13 @@ struct HandPartials {
 /// For every (sequence, head) of more than one partition of 64: maxima drawn from [-20, 20]
 /// (the partition `far_partition` of head 1 of sequence 0, when given, 150 above them: e^150
 /// overflows float32; with `all_low`, every max of head 0 of sequence 0 150 below them: e^-150
-/// is 0 in float32), denominators from [1, 64], acc rows of N(0, denom^2) values; all of them
-/// float32 values, so that the host merges exactly what the kernel reads.
+/// is 0 in float32; with `every_max`, every max that one value), denominators from [1, 64], acc
+/// rows of N(0, denom^2) values; all of them float32 values, so that the host merges exactly
+/// what the kernel reads.
 HandPartials make_hand_partials(DType dtype, int head_size, const std::vector<int>& seq_lens,
                                 std::uint64_t seed, int far_partition = -1,
-                                bool all_low = false) {
+                                bool all_low = false,
+                                std::optional<double> every_max = std::nullopt) {
   constexpr int kHeads = 2;
   const int num_seqs = static_cast<int>(seq_lens.size());
   HandPartials r;
@@ -657,7 +659,7 @@ HandPartials make_hand_partials(DType dtype, int head_size, const std::vector<in
       for (int d = 0; d < head_size; ++d) store(r.out, row * head_size + d, 7.0);
       if (own == 1) continue;  // the attention kernel's row: the reduce leaves it
       std::vector<double> m(static_cast<std::size_t>(own));
-      for (double& x : m) x = uniform(-20.0, 20.0);
+      for (double& x : m) x = every_max.value_or(uniform(-20.0, 20.0));
       if (s == 0 && h == 1 && far_partition >= 0) m[static_cast<std::size_t>(far_partition)] += 150.0;
       if (s == 0 && h == 0 && all_low) {
         for (double& x : m) x -= 150.0;
@@ -771,6 +773,26 @@ TEST_P(PagedAttentionV2, ReduceAloneMergesTheGivenPartials) {
            "overwrites them, acc and denom rescaled alike (reduce TODO 3), then one division "
            "(reduce TODO 4)";
   }
+}
+
+TEST_P(PagedAttentionV2, ReduceAloneWithEqualMaximaIsAPlainSum) {
+  // The reduce alone on partials whose maxima are all 2.5: every β_p = e^(m_p - M) is the same
+  // number, whatever M a thread takes and whether or not the partials are rescaled, so out is
+  // sum_p acc_p / sum_p denom_p. What can still go wrong is which partials are read (131, 1 and
+  // 16 partitions of 64, NaN past each sequence's own, the one-partition rows holding 7), the
+  // tiles' shared weights and the one division: reduce TODOs 1 and 4, not 2.
+  HandPartials hand = make_hand_partials(DType::kFloat32, 64, {8325, 40, 1000}, 934, -1, false, 2.5);
+  const Mat got = run_reduce(GetParam(), hand);
+  // float32 sums of <= 131 terms, then one rounding: the float32 output tolerance.
+  const Tolerance tol = tolerance(DType::kFloat32);
+  EXPECT_TRUE(AllClose(hand.want, got, tol.atol, tol.rtol,
+                       pa::testing::decode_labels(2, "the host's merge", "the reduce's out")))
+      << "the reduce alone, on given partials whose maxima are all equal (every weight β_p the "
+         "same, so neither M nor the rescale can matter), differs from sum_p acc_p / sum_p "
+         "denom_p: does it read the sequence's own rows, (seq * num_heads + head) * "
+         "max_num_partitions + p for p below the sequence's own count, and leave a "
+         "one-partition sequence's row alone (reduce TODO 1); are a tile's weights written "
+         "before any is read (reduce TODO 3); is the total divided once (reduce TODO 4)?";
 }
 /// [test_reduce_alone]
 
