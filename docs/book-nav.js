@@ -155,7 +155,55 @@ var BookNav = {
     if (content) content.insertBefore(button, content.firstChild);
   },
 
+  /**
+   * The page's contents (Doxygen's div.toc) as a bar across the top of the text, from 768 to
+   * 1399 px (book.css): its heading names the section being read, the one the theme's
+   * interactive contents marks `active` as the page scrolls; a click on a section in the opened
+   * list goes there and folds the list, as do Escape and a click outside it. Wider windows show
+   * the contents as a column beside the text and hide the name.
+   */
+  tocBar: function () {
+    var toc = document.querySelector("div.contents > div.toc");
+    var heading = toc && toc.querySelector(":scope > h3");
+    if (!heading) return;
+    heading.textContent = "Contents";
+    heading.setAttribute("role", "button");
+    heading.setAttribute("tabindex", "0");
+    var current = document.createElement("span");
+    current.className = "book-toc-current";
+    heading.appendChild(current);
+    function show() {
+      var active = toc.querySelector("ul a.active");
+      current.textContent = active ? active.textContent : "";
+      heading.setAttribute("aria-expanded", toc.classList.contains("open") ? "true" : "false");
+    }
+    function fold() { toc.classList.remove("open"); show(); }
+    heading.addEventListener("keydown", function (e) {
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); heading.click(); }
+    });
+    heading.addEventListener("click", function () { setTimeout(show, 0); });
+    toc.addEventListener("click", function (e) {
+      if (e.target.closest && e.target.closest("ul a")) fold();
+    });
+    document.addEventListener("click", function (e) {
+      if (toc.classList.contains("open") && !toc.contains(e.target)) fold();
+    });
+    document.addEventListener("keydown", function (e) {
+      if (e.key === "Escape" && toc.classList.contains("open")) fold();
+    });
+    var scroller = document.getElementById("doc-content") || window;
+    scroller.addEventListener("scroll", function () { setTimeout(show, 0); });
+    show();
+  },
+
   init: function () {
+    // The interactive contents count a section as the one being read once its heading is this
+    // close to the top; a heading reached through a link stops 64 px down, below the contents
+    // bar of book.css, and must count.
+    if (typeof DoxygenAwesomeInteractiveToc !== "undefined") {
+      DoxygenAwesomeInteractiveToc.topOffset = 72;
+    }
+    window.addEventListener("load", function () { BookNav.tocBar(); });
     function run() {
       BookNav.contentsToggle();
       BookNav.render();
