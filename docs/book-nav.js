@@ -129,6 +129,22 @@ var BookNav = {
   },
 
   /**
+   * A chapter's entry in the sidebar holds its second page, the bench: on the chapter's lesson
+   * the entry is opened, so the page after this one shows under it. (Doxygen's tree marks the
+   * page shown but leaves its branch closed.) Waits for the tree like openChapters.
+   */
+  openCurrent: function (tries) {
+    var item = document.querySelector("#nav-tree-contents div.item.selected");
+    if (item) {
+      var toggle = item.querySelector("a[href^='javascript']");
+      var arrow = toggle && toggle.querySelector("span.arrow");
+      if (arrow && arrow.textContent.indexOf("\u25ba") >= 0) toggle.click();  // closed: open it
+      return;
+    }
+    if ((tries || 0) < 40) setTimeout(function () { BookNav.openCurrent((tries || 0) + 1); }, 50);
+  },
+
+  /**
    * The "Contents" button of a narrow window (below 1000 px, where book.css folds the sidebar
    * away so the text gets the whole width): it opens and closes the sidebar. Wider windows
    * never show it.
@@ -209,6 +225,7 @@ var BookNav = {
       BookNav.render();
       BookNav.breadcrumb();
       BookNav.openChapters(0);
+      BookNav.openCurrent(0);
     }
     if (document.readyState === "loading") {
       document.addEventListener("DOMContentLoaded", run);

@@ -607,7 +607,8 @@ class BuiltBookSplitTest(unittest.TestCase):
 
     def test_lab_05s_lesson_stops_before_files_and_its_bench_holds_the_tests(self):
         self.assertTrue((BOOK / "lab_05_bench.html").is_file(),
-                        "no lab_05_bench.html: the chapter is still one page")
+                        f"no lab_05_bench.html in {BOOK}: lab 05 is still one page (a book built "
+                        f"before the split? build it again: tools/lab docs)")
         lesson, bench = self.text("lab_05.html"), self.text("lab_05_bench.html")
         self.assertIn('id="lab_05_background"', lesson)
         for moved in ("lab_05_files", "lab_05_tests", "lab_05_measured", "lab_05_references"):
