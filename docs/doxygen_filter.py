@@ -219,18 +219,18 @@ def split_chapter(lines: list[str], lab: str) -> list[str]:
     else:
         return lines
     title = short_title(first.group(1))
-    bench = f"lab_{lab}_bench"
-    way_on = (f'<div class="book-way-on"><b>Continue at the bench:</b> \\subpage {bench} '
-              f'"Lab {lab} at the bench" holds the lab\'s files, how to build and run them, the '
-              f'TODO steps, what the tests prove, the notes, what was measured, and the questions '
-              f'to check yourself.</div>')
+    bench, bench_title = f"lab_{lab}_bench", f"Lab {lab} at the bench"  # = the sidebar's
+    way_on = (f'<div class="book-way-on"><b>Now to the work.</b> The next page, \\subpage {bench} '
+              f'"{bench_title}", holds the lab\'s files, how to build and run them, the TODO '
+              f'steps, what the tests prove, the notes, what was measured, and the questions to '
+              f'check yourself.</div>')
     intro = (f'<div class="book-bench-intro">This is the working half of lab {lab}; its lesson, '
              f'\\ref lab_{lab} "{title}", explains the ideas the code below puts to work.</div>')
     lines = list(lines)
     # (\\tableofcontents after a space, not a line break: right after \\ilinebr Doxygen 1.9.4
     # leaves it to the page's text, as an unknown command.)
     lines[i] = LINE_BREAK.join([
-        way_on + " \\tableofcontents", f"\\page {bench} {title}: at the bench", intro,
+        way_on + " \\tableofcontents", f"\\page {bench} {bench_title}", intro,
         f"\\section lab_{lab}_files Files"]) + "\n"
     return lines
 

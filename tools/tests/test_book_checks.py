@@ -515,7 +515,7 @@ class ChapterSplitTest(unittest.TestCase):
         line = out[cut]
         # The lesson ends with its way on and its own contents, then the bench page starts,
         # names its lesson, and opens with the Files section under its old id.
-        page = "\\page lab_05_bench Lab 05 — The kernel: at the bench"
+        page = "\\page lab_05_bench Lab 05 at the bench"
         lesson = '\\ref lab_05 "Lab 05 — The kernel"'
         for before, after in (("\\subpage lab_05_bench", "\\tableofcontents"),
                               ("\\tableofcontents", page), (page, lesson),
