@@ -129,6 +129,22 @@ var BookNav = {
   },
 
   /**
+   * A chapter's entry in the sidebar holds its second page, the bench: on the chapter's lesson
+   * the entry is opened, so the page after this one shows under it. (Doxygen's tree marks the
+   * page shown but leaves its branch closed.) Waits for the tree like openChapters.
+   */
+  openCurrent: function (tries) {
+    var item = document.querySelector("#nav-tree-contents div.item.selected");
+    if (item) {
+      var toggle = item.querySelector("a[href^='javascript']");
+      var arrow = toggle && toggle.querySelector("span.arrow");
+      if (arrow && arrow.textContent.indexOf("\u25ba") >= 0) toggle.click();  // closed: open it
+      return;
+    }
+    if ((tries || 0) < 40) setTimeout(function () { BookNav.openCurrent((tries || 0) + 1); }, 50);
+  },
+
+  /**
    * The "Contents" button of a narrow window (below 1000 px, where book.css folds the sidebar
    * away so the text gets the whole width): it opens and closes the sidebar. Wider windows
    * never show it.
@@ -155,12 +171,61 @@ var BookNav = {
     if (content) content.insertBefore(button, content.firstChild);
   },
 
+  /**
+   * The page's contents (Doxygen's div.toc) as a bar across the top of the text, from 768 to
+   * 1399 px (book.css): its heading names the section being read, the one the theme's
+   * interactive contents marks `active` as the page scrolls; a click on a section in the opened
+   * list goes there and folds the list, as do Escape and a click outside it. Wider windows show
+   * the contents as a column beside the text and hide the name.
+   */
+  tocBar: function () {
+    var toc = document.querySelector("div.contents > div.toc");
+    var heading = toc && toc.querySelector(":scope > h3");
+    if (!heading) return;
+    heading.textContent = "Contents";
+    heading.setAttribute("role", "button");
+    heading.setAttribute("tabindex", "0");
+    var current = document.createElement("span");
+    current.className = "book-toc-current";
+    heading.appendChild(current);
+    function show() {
+      var active = toc.querySelector("ul a.active");
+      current.textContent = active ? active.textContent : "";
+      heading.setAttribute("aria-expanded", toc.classList.contains("open") ? "true" : "false");
+    }
+    function fold() { toc.classList.remove("open"); show(); }
+    heading.addEventListener("keydown", function (e) {
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); heading.click(); }
+    });
+    heading.addEventListener("click", function () { setTimeout(show, 0); });
+    toc.addEventListener("click", function (e) {
+      if (e.target.closest && e.target.closest("ul a")) fold();
+    });
+    document.addEventListener("click", function (e) {
+      if (toc.classList.contains("open") && !toc.contains(e.target)) fold();
+    });
+    document.addEventListener("keydown", function (e) {
+      if (e.key === "Escape" && toc.classList.contains("open")) fold();
+    });
+    var scroller = document.getElementById("doc-content") || window;
+    scroller.addEventListener("scroll", function () { setTimeout(show, 0); });
+    show();
+  },
+
   init: function () {
+    // The interactive contents count a section as the one being read once its heading is this
+    // close to the top; a heading reached through a link stops 64 px down, below the contents
+    // bar of book.css, and must count.
+    if (typeof DoxygenAwesomeInteractiveToc !== "undefined") {
+      DoxygenAwesomeInteractiveToc.topOffset = 72;
+    }
+    window.addEventListener("load", function () { BookNav.tocBar(); });
     function run() {
       BookNav.contentsToggle();
       BookNav.render();
       BookNav.breadcrumb();
       BookNav.openChapters(0);
+      BookNav.openCurrent(0);
     }
     if (document.readyState === "loading") {
       document.addEventListener("DOMContentLoaded", run);

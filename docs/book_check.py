@@ -3,7 +3,10 @@
 the browser check adds Debian's Selenium.
 
 - structure_check: the book's order and shape: the index lists every chapter, in order; each
-  chapter carries the section ids every chapter has (lab_NN_why ... lab_NN_references).
+  chapter is two pages, its lesson lab_NN.html with the lesson's sections (lab_NN_glance,
+  lab_NN_why, lab_NN_background) and right after it in the sidebar its bench lab_NN_bench.html
+  with the rest (lab_NN_files ... lab_NN_references), each page ending or starting with the
+  link to the other.
 - source_check: no `<!-- instructor -->` (or student) marker inside a Markdown table of the
   book's sources (it ends the table; the rows after it print as literal text).
 - reader_text_check: the prose of every page (code and formulas left out) holds no literal
@@ -58,9 +61,14 @@ PAPER_HOSTS = {
     "proceedings.mlr.press", "aclanthology.org",
 }
 
-# The sections every chapter has, as `lab_NN_<suffix>` ids.
-CHAPTER_SECTIONS = ("glance", "why", "background", "files", "run", "implement", "tests", "notes",
-                    "check", "further", "references")
+# The sections every chapter has, as `lab_NN_<suffix>` ids: the lesson's, on the chapter's first
+# page (lab_NN.html), and the bench's, on its second (lab_NN_bench.html; docs/doxygen_filter.py
+# makes the cut).
+LESSON_SECTIONS = ("glance", "why", "background")
+BENCH_SECTIONS = ("files", "run", "implement", "tests", "notes", "check", "further", "references")
+CHAPTER_SECTIONS = LESSON_SECTIONS + BENCH_SECTIONS
+# A chapter's page: its lesson (lab_05.html) or its bench (lab_05_bench.html).
+CHAPTER_PAGE = re.compile(r"lab_(\d\d)(?:_bench)?\.html")
 
 # Attributes that load or link something, per tag (HTML and SVG).
 LINK_ATTRS = {
@@ -166,6 +174,8 @@ def structure_check(html_dir: Path, repo: Path) -> list[str]:
             problems.append(f"index.html: no link to chapter lab_{nn}")
         else:
             positions.append((at, nn))
+        if f'href="lab_{nn}_bench.html"' not in body:
+            problems.append(f"index.html: no link to lab {nn}'s bench page, lab_{nn}_bench")
     order = [nn for _, nn in sorted(positions)]
     if order != [nn for _, nn in positions]:
         problems.append(f"index.html: chapters listed in the order {order}, not {expected}")
@@ -180,16 +190,56 @@ def structure_check(html_dir: Path, repo: Path) -> list[str]:
         made_up = sorted(i for i in _parse(html_dir / file).ids if i.startswith("autotoc_md"))
         if made_up:
             problems.append(f"{file}: {len(made_up)} heading(s) without an explicit {{#id}}")
-    # Each chapter: its section ids.
+    # Each chapter: the lesson's sections on its first page, the bench's on its second, which
+    # follows it in the sidebar; the lesson ends with a link on to the bench, and the bench
+    # starts with one back to its lesson.
     for nn in expected:
-        chapter = html_dir / f"lab_{nn}.html"
-        if not chapter.is_file():
+        lesson, bench = f"lab_{nn}.html", f"lab_{nn}_bench.html"
+        if not (html_dir / lesson).is_file():
             continue
-        ids = _parse(chapter).ids
-        missing = [f"lab_{nn}_{s}" for s in CHAPTER_SECTIONS if f"lab_{nn}_{s}" not in ids]
-        if missing:
-            problems.append(f"lab_{nn}.html: no section with id {', '.join(missing)}")
+        if not (html_dir / bench).is_file():
+            problems.append(f"{bench}: missing (lab {nn}'s bench page: docs/doxygen_filter.py "
+                            f"starts it at the heading `## Files {{#lab_{nn}_files}}`)")
+            continue
+        for file, wanted, elsewhere in ((lesson, LESSON_SECTIONS, BENCH_SECTIONS),
+                                        (bench, BENCH_SECTIONS, LESSON_SECTIONS)):
+            ids = _parse(html_dir / file).ids
+            missing = [f"lab_{nn}_{s}" for s in wanted if f"lab_{nn}_{s}" not in ids]
+            if missing:
+                problems.append(f"{file}: no section with id {', '.join(missing)}")
+            stray = [f"lab_{nn}_{s}" for s in elsewhere if f"lab_{nn}_{s}" in ids]
+            if stray:
+                problems.append(f"{file}: holds section(s) {', '.join(stray)} of the other page "
+                                f"of its chapter")
+        if bench in pages and pages.index(bench) != pages.index(lesson) + 1:
+            problems.append(f"sidebar: {bench} does not come right after {lesson}")
+        elif bench not in pages:
+            problems.append(f"sidebar: no entry for {bench}")
+        if f'href="{bench}"' not in _way_on(html_dir / lesson):
+            problems.append(f"{lesson}: does not end with the link on to {bench}")
+        if f'href="{lesson}"' not in _bench_intro(html_dir / bench):
+            problems.append(f"{bench}: does not start with the link back to {lesson}")
     return problems
+
+
+def _way_on(path: Path) -> str:
+    """The lesson page's way on to its bench: its last block of text, a `book-way-on` box with
+    no text after it ("" where there is none)."""
+    text = path.read_text(encoding="utf-8")
+    end = text.find("<!-- contents -->")
+    text = text if end < 0 else text[:end]
+    boxes = list(re.finditer(r'<div class="book-way-on">(.*?)</div>', text, re.S))
+    if not boxes or re.search(r"<(?:h[1-6]|p|table|ul|ol|pre|div)\b", text[boxes[-1].end():]):
+        return ""
+    return boxes[-1].group(1)
+
+
+def _bench_intro(path: Path) -> str:
+    """The bench page's first block of text, which names its lesson."""
+    text = path.read_text(encoding="utf-8")
+    m = re.search(r'<div class="textblock">\s*<div class="book-bench-intro">(.*?)</div>', text,
+                  re.S)
+    return m.group(1) if m else ""
 
 
 def hints_check(repo: Path) -> list[str]:
@@ -343,7 +393,8 @@ CAPTIONS_PENDING: frozenset[str] = frozenset()
 
 def table_caption_check(html_dir: Path, pages: list[str],
                         pending: frozenset[str] = CAPTIONS_PENDING) -> list[str]:
-    """Every table of a chapter page (lab_NN.html, NN not in `pending`) has a caption, and no
+    """Every table of a chapter page (lab_NN.html or lab_NN_bench.html, NN not in `pending`)
+    has a caption, and no
     page shows a `Table:` paragraph (a caption no table follows)."""
     problems: list[str] = []
     for file in pages:
@@ -352,7 +403,7 @@ def table_caption_check(html_dir: Path, pages: list[str],
                 short = line if len(line) <= 90 else line[:89] + "…"
                 problems.append(f"{file}: a `Table:` caption with no table directly below it "
                                 f"(a blank line, then the table): \"{short}\"")
-        chapter = re.fullmatch(r"lab_(\d\d)\.html", file)
+        chapter = CHAPTER_PAGE.fullmatch(file)
         if not chapter or chapter.group(1) in pending:
             continue
         text = (html_dir / file).read_text(encoding="utf-8", errors="replace")
@@ -1073,7 +1124,9 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
     if not problems:
         chapters = [f for f, _ in book_pages(html_dir) if re.fullmatch(r"lab_\d\d\.html", f)]
         print(f"  ok: the index and the sidebar list {len(chapters)} chapter(s) in order, "
-              f"each with its {len(CHAPTER_SECTIONS)} sections; every heading has an explicit id")
+              f"each with its {len(CHAPTER_SECTIONS)} sections on two pages, the lesson "
+              f"({len(LESSON_SECTIONS)}) and the bench after it ({len(BENCH_SECTIONS)}), linked "
+              f"both ways; every heading has an explicit id")
     count += len(problems)
 
     print("== Hints (labs/NN-*/hints.json: three levels per step, every § link a heading)")

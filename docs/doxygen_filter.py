@@ -16,6 +16,13 @@ right line:
   `Suite.Test` names and long cells read as a wall of text.) A page without a table of contents
   gets `\\tableofcontents` appended at the end, so every chapter has the interactive contents in
   its margin.
+- A chapter (labs/NN-*/README.md) reads as two pages: the lesson, `lab_NN` (At a glance, Why
+  this lab exists, Background), and the bench, `lab_NN_bench` (Files, Run, What to implement,
+  the tests, Notes, Measured, the questions, References), so neither is a 30,000 px scroll and
+  the reference material no longer sits inside the lesson. The README stays one file (the
+  grader, `tools/lab hint` and the tests read it whole); the cut is made here, at its
+  `## Files {#lab_NN_files}` heading (split_chapter). Every section keeps its id, so a \\ref or
+  a hint's § link to it still resolves, on whichever page it now is.
 """
 from __future__ import annotations
 
@@ -181,6 +188,53 @@ def tests_table(lines: list[str], lab: str | None = None,
     return out
 
 
+# A chapter's first line, `# Lab 05 — The CUDA kernel: more words {#lab_05}`, and the heading
+# its bench page starts at.
+CHAPTER_TITLE = re.compile(r"# (Lab (\d\d) — [^{]*?)\s*\{#lab_(\d\d)\}\s*")
+BENCH_START = re.compile(r"## Files \{#lab_(\d\d)_files\}\s*")
+# Doxygen's internal line break: it ends a command's argument (the title of \page) like a new
+# line, but the line count does not move, so every line after the cut keeps its number and a
+# warning still names the README's line.
+LINE_BREAK = "\\ilinebr "
+
+
+def short_title(title: str) -> str:
+    """A chapter's title up to its colon, as the sidebar shows it (docs/CMakeLists.txt)."""
+    return title.split(":", 1)[0].strip()
+
+
+def split_chapter(lines: list[str], lab: str) -> list[str]:
+    """The lines of chapter `lab` ("05") cut into its two pages, line for line: the lesson ends
+    with a way on to the bench page (its \\subpage, so the bench is the lesson's child) and its
+    own table of contents, and the bench page, `lab_NN_bench`, starts with a sentence that names
+    its lesson. All of it replaces the `## Files` heading line, with that heading written as the
+    \\section it stands for. A chapter without that heading stays one page."""
+    first = CHAPTER_TITLE.fullmatch(lines[0].rstrip("\n")) if lines else None
+    if not first or first.group(2) != lab or first.group(3) != lab:
+        return lines
+    for i, line in enumerate(lines):
+        start = BENCH_START.fullmatch(line.rstrip("\n"))
+        if start and start.group(1) == lab:
+            break
+    else:
+        return lines
+    title = short_title(first.group(1))
+    bench, bench_title = f"lab_{lab}_bench", f"Lab {lab} at the bench"  # = the sidebar's
+    way_on = (f'<div class="book-way-on"><b>Now to the work.</b> The next page, \\subpage {bench} '
+              f'"{bench_title}", holds the lab\'s files, how to build and run them, the TODO '
+              f'steps, what the tests prove, the notes, what was measured, and the questions to '
+              f'check yourself.</div>')
+    intro = (f'<div class="book-bench-intro">This is the working half of lab {lab}; its lesson, '
+             f'\\ref lab_{lab} "{title}", explains the ideas the code below puts to work.</div>')
+    lines = list(lines)
+    # (\\tableofcontents after a space, not a line break: right after \\ilinebr Doxygen 1.9.4
+    # leaves it to the page's text, as an unknown command.)
+    lines[i] = LINE_BREAK.join([
+        way_on + " \\tableofcontents", f"\\page {bench} {bench_title}", intro,
+        f"\\section lab_{lab}_files Files"]) + "\n"
+    return lines
+
+
 def main(path: str) -> int:
     with open(path, encoding="utf-8") as f:
         text = f.read()
@@ -188,9 +242,11 @@ def main(path: str) -> int:
         chapter = re.search(r"labs/(\d\d)-[^/]*/README\.md$", path.replace("\\", "/"))
         sources = [test.read_text(encoding="utf-8")
                    for test in sorted(Path(path).parent.glob("test_*.cpp"))] if chapter else []
-        sys.stdout.write("".join(tests_table(text.splitlines(keepends=True),
-                                             chapter.group(1) if chapter else None,
-                                             suite_backends(sources))))
+        lines = tests_table(text.splitlines(keepends=True), chapter.group(1) if chapter else None,
+                            suite_backends(sources))
+        if chapter:
+            lines = split_chapter(lines, chapter.group(1))
+        sys.stdout.write("".join(lines))
         if "[TOC]" not in text and "\\tableofcontents" not in text:
             sys.stdout.write("\n\n\\tableofcontents\n")
     else:

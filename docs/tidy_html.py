@@ -22,7 +22,10 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
 - Doxygen starts every section heading with an empty line (the anchor, then a newline) and ends a
   page title with a space: both are dropped, so a heading's text is its first line.
 - Figures are numbered per chapter, in order ("Figure 7.3." before the caption of lab_07.html's
-  third picture; the introduction, index.html, is chapter 0; the figure gets the anchor fig-<picture name>), and the text refers to one as
+  third picture; the introduction, index.html, is chapter 0; the figure gets the anchor
+  fig-<picture name>). A chapter is two pages, its lesson lab_NN.html and its bench
+  lab_NN_bench.html (docs/doxygen_filter.py cuts it), numbered as one: the bench's first figure
+  follows the lesson's last, and so do its formulas and tables. The text refers to a figure as
   {{fig:lab07_tiles}}, written in the chapter's Markdown, which becomes a link "Figure 7.3" on
   any page. A reference to a figure no chapter shows stops the build.
 - A chapter's display formulas are numbered per chapter too, (7.1), (7.2), ..., by a \\tag that
@@ -36,10 +39,10 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   `{tab:NAME}` (`Table: {tab:lab07_smem} Shared memory per block.`), and the text refers to a
   named one as {{tab:NAME}}, which becomes a link "Table 7.2". A reference to no table stops the
   build; a `Table:` paragraph that no table follows is left as it is, for book_check to report.
-- A lab's own pages (lab_NN.html, given_code_labNN.html) never link into another lab's header:
-  Doxygen resolves a name that two labs' headers both define (kNumThreads, kWarpSize,
-  cuda_device_present) to the first it met, so lab 06's code linked to lab 05's constants and
-  showed their tooltips. Such a link is dropped and its text kept.
+- A lab's own pages (lab_NN.html, lab_NN_bench.html, given_code_labNN.html) never link into
+  another lab's header: Doxygen resolves a name that two labs' headers both define (kNumThreads,
+  kWarpSize, cuda_device_present) to the first it met, so lab 06's code linked to lab 05's
+  constants and showed their tooltips. Such a link is dropped and its text kept.
 Standard library only; a page is rewritten only when something changed.
 """
 from __future__ import annotations
@@ -76,20 +79,32 @@ DATE_SPAN = '<span class="book-date">'
 # A chapter's picture as Doxygen writes `\image html NAME.svg "caption"`, up to its caption's text.
 FIGURE = re.compile(r'<div class="image">(\n<(?:object|img)\b[^>]*?\b(?:data|src)="([\w.-]+?)'
                     r'\.(?:svg|png)"[^>]*>(?:</object>)?\n?<div class="caption">\n?)')
-CHAPTER_PAGE = re.compile(r"^(?:lab_(\d\d)|index)\.html$")  # the introduction is chapter 0
+# A chapter's page, its lesson or its bench; the introduction is chapter 0.
+CHAPTER_PAGE = re.compile(r"^(?:lab_(\d\d)(_bench)?|index)\.html$")
+
+
+def chapter_pages(names) -> list[str]:
+    """The chapter pages among `names`, in reading order: by chapter, each lesson before its
+    bench (what numbers a chapter's figures, formulas and tables as one sequence)."""
+    def key(name: str) -> tuple[int, bool]:
+        m = CHAPTER_PAGE.match(name)
+        return int(m.group(1) or 0), bool(m.group(2))
+    return sorted((name for name in names if CHAPTER_PAGE.match(name)), key=key)
 FIGURE_REFERENCE = re.compile(r"\{\{fig:([\w.-]+)\}\}")
 
 
 def number_figures(pages: dict[str, str]) -> dict[str, str]:
-    """Numbers the figures of the chapter pages (lab_NN.html: Figure N.1, N.2, ... in order) and
-    resolves every {{fig:NAME}} on every page to a link to it; `pages` maps a page's file name to
-    its HTML. Raises ValueError naming the page and the name of a reference to no figure."""
+    """Numbers the figures of the chapter pages (lab_NN.html, then lab_NN_bench.html: Figure
+    N.1, N.2, ... in order) and resolves every {{fig:NAME}} on every page to a link to it;
+    `pages` maps a page's file name to its HTML. Raises ValueError naming the page and the name
+    of a reference to no figure."""
     numbers: dict[str, tuple[str, str]] = {}  # picture name -> (page, "N.M")
-    for name, text in pages.items():
-        chapter = CHAPTER_PAGE.match(name)
-        if chapter:
-            for i, figure in enumerate(FIGURE.finditer(text), 1):
-                numbers[figure.group(2)] = (name, f"{int(chapter.group(1) or 0)}.{i}")
+    counts: dict[int, int] = {}  # chapter -> figures numbered so far (its lesson's, then bench's)
+    for name in chapter_pages(pages):
+        chapter = int(CHAPTER_PAGE.match(name).group(1) or 0)
+        for figure in FIGURE.finditer(pages[name]):
+            counts[chapter] = counts.get(chapter, 0) + 1
+            numbers[figure.group(2)] = (name, f"{chapter}.{counts[chapter]}")
 
     def label(figure: re.Match) -> str:
         picture = figure.group(2)
@@ -116,13 +131,14 @@ def number_figures(pages: dict[str, str]) -> dict[str, str]:
 DISPLAY_FORMULA = re.compile(r'(<p class="formulaDsp">\n\\\[)(.*?)(\\\]\n</p>)', re.S)
 
 
-def number_formulas(name: str, text: str) -> str:
-    """Tags every display formula of a chapter page (lab_NN.html) with (N.1), (N.2), ... in
-    order; other pages, and formulas that carry a tag already, are left as they are."""
+def number_formulas(name: str, text: str, start: int = 0) -> str:
+    """Tags every display formula of a chapter page (lab_NN.html, lab_NN_bench.html) with
+    (N.start+1), (N.start+2), ... in order; other pages, and formulas that carry a tag already,
+    are left as they are."""
     chapter = CHAPTER_PAGE.match(name)
     if not chapter:
         return text
-    count = 0
+    count = start
 
     def tag(formula: re.Match) -> str:
         nonlocal count
@@ -132,6 +148,19 @@ def number_formulas(name: str, text: str) -> str:
         return (f"{formula.group(1)}{formula.group(2).rstrip()}\n"
                 f"  \\tag{{{int(chapter.group(1) or 0)}.{count}}}\n{formula.group(3)}")
     return DISPLAY_FORMULA.sub(tag, text)
+
+
+def number_all_formulas(pages: dict[str, str]) -> dict[str, str]:
+    """number_formulas over every page, a chapter's bench going on from its lesson's last
+    number."""
+    out = dict(pages)
+    counts: dict[int, int] = {}
+    for name in chapter_pages(pages):
+        chapter = int(CHAPTER_PAGE.match(name).group(1) or 0)
+        start = counts.get(chapter, 0)
+        out[name] = number_formulas(name, pages[name], start)
+        counts[chapter] = start + out[name].count("\\tag{") - pages[name].count("\\tag{")
+    return out
 
 
 # A caption paragraph as Doxygen writes it, directly followed by its table: a Markdown table, or
@@ -227,7 +256,7 @@ def _breakable_name(m: re.Match) -> str:
 
 # A lab's pages (lab_06.html, given_code_lab06.html) and the Doxygen page of a lab's header, by
 # the lab's number: labs/06-*/paged_attention_v2.hpp is paged__attention__v2_8hpp.html.
-LAB_PAGE = re.compile(r"(?:lab_|given_code_lab)(\d\d)\.html")
+LAB_PAGE = re.compile(r"(?:lab_|given_code_lab)(\d\d)(?:_bench)?\.html")
 HEADER_LINK = re.compile(r'<a class="(?:el|code[^"]*)" href="([\w]+_8hpp)\.html#\w+"[^>]*>([^<]*)</a>')
 
 
@@ -299,9 +328,9 @@ def main(argv: list[str]) -> int:
     before = {page.name: page.read_text(encoding="utf-8") for page in paths}
     try:
         headers = header_pages(Path(__file__).resolve().parent.parent)
-        numbered = number_tables(number_figures({name: unlink_other_labs(
-                                                     name, number_formulas(name, tidy(text)), headers)
-                                                 for name, text in before.items()}),
+        numbered = number_tables(number_figures(number_all_formulas(
+                                     {name: unlink_other_labs(name, tidy(text), headers)
+                                      for name, text in before.items()})),
                                  sidebar_order(Path(argv[0])))
     except ValueError as e:
         print(f"tidy_html: {e}", file=sys.stderr)

@@ -164,8 +164,9 @@ bool cuda_device_present();
 
 /// [partition_state]
 /// What the split's buffers hold after a launch: each partition's result as the decode kernel
-/// wrote it for the merge (chapter: "Split-KV: each partition's result"), float32 whatever the dtype. Slot
-/// [b, h, p] is query head h of sequence b over partition p; a slot no block wrote is NaN.
+/// wrote it for the merge (chapter: "Split-KV: each partition's result"), float32 whatever the
+/// dtype. Slot [b, h, p] is query head h of sequence b over partition p; a slot no block wrote
+/// is NaN.
 struct PartitionState {
   int max_num_partitions = 0;
   Tensor max_logits;  // [num_seqs, num_heads, max_num_partitions]: the row's m
