@@ -263,7 +263,8 @@ void add_attention_sink(DecodeProblem& p, double logit) {
       }
     }
   }
-  place_at(p, p.blocks, p.num_blocks, p.block_tables.data_as<std::int32_t>()[p.block_tables.size(1) - 1]);
+  place_at(p, p.blocks, p.num_blocks,
+           p.block_tables.data_as<std::int32_t>()[p.block_tables.size(1) - 1]);
 }
 
 void scale_query_row(DecodeProblem& p, Eigen::Index row, double factor) {
@@ -278,7 +279,8 @@ void fill_cache_with_one_row(DecodeProblem& p, CacheSide side) {
   std::vector<Mat>& rows = side == CacheSide::kKeys ? p.k : p.v;
   const Eigen::RowVectorXd first = rows.front().row(0).head(c.head_size);
   Eigen::RowVectorXd row(Eigen::Index{c.num_kv_heads} * c.head_size);
-  for (int h = 0; h < c.num_kv_heads; ++h) row.segment(Eigen::Index{h} * c.head_size, c.head_size) = first;
+  for (int h = 0; h < c.num_kv_heads; ++h)
+    row.segment(Eigen::Index{h} * c.head_size, c.head_size) = first;
   for (Mat& m : rows) m.rowwise() = row;
   // put_token writes a key and a value together: the side left alone goes to a throwaway cache.
   Tensor unused_keys = p.key_cache, unused_values = p.value_cache;

@@ -13,8 +13,8 @@ namespace simt {
 
 /// n elements of T in one backend's device memory: owned, movable, not copyable. `Memory`
 /// provides static allocate(bytes), release(p) noexcept, to_device(dst, src, bytes),
-/// to_host(dst, src, bytes), fill(p, byte, bytes) and name(p, name); each backend names its instance
-/// DeviceBuffer<T>.
+/// to_host(dst, src, bytes), fill(p, byte, bytes) and name(p, name); each backend names its
+/// instance DeviceBuffer<T>.
 template <class T, class Memory>
 class BasicDeviceBuffer {
   static_assert(std::is_trivially_copyable_v<T>, "device memory holds trivially copyable values");

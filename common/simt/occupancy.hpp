@@ -57,8 +57,8 @@ constexpr int blocks_per_sm(const KernelResources& r, const SmLimits& sm = kH100
   int blocks = std::min(sm.max_blocks, sm.max_threads / r.threads);
   if (r.registers_per_thread > 0) {
     // Registers go to whole warps, rounded up to the granule; a block needs all its warps.
-    const int per_warp = static_cast<int>(
-        detail::round_up(std::size_t(r.registers_per_thread) * 32, std::size_t(sm.register_granule)));
+    const int per_warp = static_cast<int>(detail::round_up(std::size_t(r.registers_per_thread) * 32,
+                                                           std::size_t(sm.register_granule)));
     blocks = std::min(blocks, (sm.registers / per_warp) / warps);
   }
   const std::size_t shared =

@@ -61,7 +61,9 @@ PagedSequence make_sequence(Rng& rng, int seq_len, int block_size, int num_heads
   return s;
 }
 
-Mat dense_truth(const PagedSequence& s) { return pa::testing::reference_attention_heads(s.q, s.k, s.v); }
+Mat dense_truth(const PagedSequence& s) {
+  return pa::testing::reference_attention_heads(s.q, s.k, s.v);
+}
 
 /// Asserts on the test's own data that head 0's softmax is far from uniform.
 void expect_spread(const PagedSequence& s) {
@@ -247,7 +249,8 @@ TEST(PagedAttention, LogitsNearAThousandStayFinite) {
   PagedSequence s = make_sequence(rng, 24, 8, 2, 2, 16, 4);
   for (Eigen::Index h = 0; h < s.q.rows(); ++h) {  // scale each head so its top score is 1000
     const Eigen::Index col = h * 16;
-    const double top = pa::testing::scores(s.q.row(h).transpose(), s.k.middleCols(col, 16)).maxCoeff();
+    const double top =
+        pa::testing::scores(s.q.row(h).transpose(), s.k.middleCols(col, 16)).maxCoeff();
     ASSERT_GT(top, 0.0);
     s.q.row(h) *= 1000.0 / top;
   }

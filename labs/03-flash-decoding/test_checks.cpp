@@ -55,7 +55,8 @@ TEST(FlashDecodingChecks, MergePartialsRejectsAccumulatorsOfDifferentLengths) {
 
 TEST(FlashDecodingChecks, MergePartialsRejectsOnlyEmptyPartials) {
   // Valid partials, each over zero keys; but their merge has denom 0, nothing to divide by.
-  const std::vector<Partial> partials(3, Partial{-std::numeric_limits<double>::infinity(), 0.0, Vec::Zero(4)});
+  const std::vector<Partial> partials(
+      3, Partial{-std::numeric_limits<double>::infinity(), 0.0, Vec::Zero(4)});
   EXPECT_TRUE(ThrowsInvalidArgument(
       [&] { merge_partials(partials); },
       {"merge_partials", "partials", "m > -inf", "3 partials, all empty"}));

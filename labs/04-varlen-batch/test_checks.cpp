@@ -108,8 +108,8 @@ TEST(VarlenBatchChecks, AttnRejectsHeadsThatDoNotDivide) {
   ValidCall call;
   call.num_heads = 3;
   call.q = Mat::Zero(5, 24);
-  EXPECT_TRUE(ThrowsInvalidArgument(call, {"attn_paged", "num_heads", "multiple of num_kv_heads = 2",
-                                           "got 3"}));
+  EXPECT_TRUE(ThrowsInvalidArgument(
+      call, {"attn_paged", "num_heads", "multiple of num_kv_heads = 2", "got 3"}));
 }
 
 TEST(VarlenBatchChecks, AttnRejectsNonPositiveKvHeads) {

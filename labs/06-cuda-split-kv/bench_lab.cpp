@@ -269,7 +269,8 @@ void print_design_table(const std::vector<pa::bench::PtxasFigures>& f) {
   };
   const int sms = simt::kH100.sm_count;
   const std::size_t sizes = kSupportedPartitionSizes.size();
-  const int slots = blocks_of(f.at(sizes - 1), v2_shared_mem_bytes(kHeadSize, kPartitionSize)) * sms;
+  const int slots =
+      blocks_of(f.at(sizes - 1), v2_shared_mem_bytes(kHeadSize, kPartitionSize)) * sms;
   // Registers and spills per partition size: the paragraph above the table gives them.
   std::printf("| batch | partition | blocks / SM | grid | waves | in flight / SM |\n");
   std::printf("|---|---|---|---|---|---|\n");

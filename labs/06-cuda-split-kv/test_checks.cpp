@@ -147,8 +147,8 @@ TEST(PagedAttentionV2Checks, RejectsScratchWithTheWrongPartitionCount) {
   // 600 tokens in partitions of 512 make 2; a scratch sized for 1 or 3 is a caller's bug.
   Call call;
   call.exp_sums = Tensor(DType::kFloat32, {2, 4, 1});
-  EXPECT_TRUE(ThrowsInvalidArgument(
-      call, {"exp_sums.shape", "[2, 4, 2]", "ceil(max_seq_len / partition_size) = 2", "[2, 4, 1]"}));
+  EXPECT_TRUE(ThrowsInvalidArgument(call, {"exp_sums.shape", "[2, 4, 2]",
+                                           "ceil(max_seq_len / partition_size) = 2", "[2, 4, 1]"}));
   call = Call();
   call.max_logits = Tensor(DType::kFloat32, {2, 4, 3});
   EXPECT_TRUE(ThrowsInvalidArgument(call, {"max_logits.shape", "[2, 4, 2]", "[2, 4, 3]"}));

@@ -394,7 +394,8 @@ Problem make_stage_problem(std::uint64_t seed) {
   Rng rng(seed);
   Problem p = make_problem(rng, c);
   for (int s = 0; s < p.num_seqs(); ++s) {
-    for (const int h : {1, 3}) pa::testing::scale_query_row(p, Eigen::Index{s} * c.num_heads + h, 0.05);
+    for (const int h : {1, 3})
+      pa::testing::scale_query_row(p, Eigen::Index{s} * c.num_heads + h, 0.05);
   }
   constexpr double kStale = 1e3;  // every element of a stale key or value row, up to sign
   const int group = c.num_heads / c.num_kv_heads;
@@ -512,7 +513,8 @@ Problem make_weight_probe(std::uint64_t seed, std::vector<int> seq_lens) {
 /// The weights of output row `row` (sequence row / num_heads), token by token: [seq_len].
 Vec probe_weights(const Problem& p, const Mat& out, Eigen::Index row) {
   const int seq_len = p.cfg.seq_lens[static_cast<std::size_t>(row / p.cfg.num_heads)];
-  const int kv_head = static_cast<int>(row % p.cfg.num_heads) / (p.cfg.num_heads / p.cfg.num_kv_heads);
+  const int kv_head =
+      static_cast<int>(row % p.cfg.num_heads) / (p.cfg.num_heads / p.cfg.num_kv_heads);
   Vec w(seq_len);
   for (int t = 0; t < seq_len; ++t) w[t] = out(row, probe_dim(t, kv_head, p.cfg.head_size));
   return w;
@@ -660,7 +662,8 @@ HandPartials make_hand_partials(DType dtype, int head_size, const std::vector<in
       if (own == 1) continue;  // the attention kernel's row: the reduce leaves it
       std::vector<double> m(static_cast<std::size_t>(own));
       for (double& x : m) x = every_max.value_or(uniform(-20.0, 20.0));
-      if (s == 0 && h == 1 && far_partition >= 0) m[static_cast<std::size_t>(far_partition)] += 150.0;
+      if (s == 0 && h == 1 && far_partition >= 0)
+        m[static_cast<std::size_t>(far_partition)] += 150.0;
       if (s == 0 && h == 0 && all_low) {
         for (double& x : m) x -= 150.0;
       }
@@ -760,8 +763,8 @@ TEST_P(PagedAttentionV2, ReduceAloneMergesTheGivenPartials) {
   for (const auto& [dtype, head_size] :
        {std::pair{DType::kFloat32, 64}, std::pair{DType::kFloat16, 256}}) {
     SCOPED_TRACE(dtype_name(dtype) + " head_size " + std::to_string(head_size));
-    HandPartials hand =
-        make_hand_partials(dtype, head_size, {8325, 8321, 8384}, 933 + static_cast<std::uint64_t>(head_size));
+    HandPartials hand = make_hand_partials(dtype, head_size, {8325, 8321, 8384},
+                                           933 + static_cast<std::uint64_t>(head_size));
     const Mat got = run_reduce(GetParam(), hand);
     // float32 sums of <= 131 weighted terms, then one rounding to dtype: its output tolerance.
     const Tolerance tol = tolerance(dtype);
@@ -781,7 +784,8 @@ TEST_P(PagedAttentionV2, ReduceAloneWithEqualMaximaIsAPlainSum) {
   // sum_p acc_p / sum_p denom_p. What can still go wrong is which partials are read (131, 1 and
   // 16 partitions of 64, NaN past each sequence's own, the one-partition rows holding 7), the
   // tiles' shared weights and the one division: reduce TODOs 1 and 4, not 2.
-  HandPartials hand = make_hand_partials(DType::kFloat32, 64, {8325, 40, 1000}, 934, -1, false, 2.5);
+  HandPartials hand =
+      make_hand_partials(DType::kFloat32, 64, {8325, 40, 1000}, 934, -1, false, 2.5);
   const Mat got = run_reduce(GetParam(), hand);
   // float32 sums of <= 131 terms, then one rounding: the float32 output tolerance.
   const Tolerance tol = tolerance(DType::kFloat32);
@@ -928,7 +932,8 @@ TEST_P(PagedAttentionV2, ScaleOtherThanTheDefaultIsUsed) {
   const Problem p = make_problem(rng, c);
   const Problem doubled = pa::testing::with_query_scaled(p, 2.0);
   expect_close_to_reference(
-      doubled, run(GetParam(), p, kSmallPartition, nan_scratch(p, kSmallPartition), 2.0f * p.scale()).out);
+      doubled,
+      run(GetParam(), p, kSmallPartition, nan_scratch(p, kSmallPartition), 2.0f * p.scale()).out);
 }
 
 TEST_P(PagedAttentionV2, LargeLogitsStayFinite) {

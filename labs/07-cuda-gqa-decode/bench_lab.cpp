@@ -219,8 +219,11 @@ void BM_GpuReadRoofline(benchmark::State& state) {
 /// {seqs, tokens, heads, kv_heads}: two large grouped-query batches (8 and 4 query heads per
 /// kv head), multi-head, and one long sequence of 16k and of 64k tokens (v1 cannot hold the
 /// latter's logits in shared memory: it skips with its context bound).
-const std::vector<std::vector<std::int64_t>> kGpuShapes = {
-    {64, 4096, 32, 4}, {128, 2048, 32, 8}, {16, 4096, 32, 32}, {1, 16384, 32, 8}, {1, 65536, 32, 8}};
+const std::vector<std::vector<std::int64_t>> kGpuShapes = {{64, 4096, 32, 4},
+                                                           {128, 2048, 32, 8},
+                                                           {16, 4096, 32, 32},
+                                                           {1, 16384, 32, 8},
+                                                           {1, 65536, 32, 8}};
 
 /// [design_table]
 /// The decode kernel's design on an H100 (simt::kH100), per benchmark shape, from ptxas's
@@ -234,7 +237,8 @@ void print_design_table(const pa::bench::PtxasFigures& f) {
   const int blocks = simt::blocks_per_sm({kNumThreads, f.registers, shared});
   const int sms = simt::kH100.sm_count;
   // Registers and spills are the same on every row: the paragraph above the table gives them.
-  std::printf("| batch | shared / block | blocks / SM | partition | grid | waves | in flight / SM |\n");
+  std::printf(
+      "| batch | shared / block | blocks / SM | partition | grid | waves | in flight / SM |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   for (const auto& s : kGpuShapes) {
     const int seqs = static_cast<int>(s[0]), tokens = static_cast<int>(s[1]);

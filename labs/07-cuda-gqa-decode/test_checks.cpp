@@ -163,8 +163,8 @@ TEST(GqaDecodeChecks, RejectsBlockIdOutsideTheCache) {
 TEST(GqaDecodeChecks, RejectsAPartitionOfPartialTiles) {
   Call call;
   call.partition_size = 100;
-  EXPECT_TRUE(
-      ThrowsInvalidArgument(call, {"partition_size", "a multiple of kTileTokens", "= 64", "got 100"}));
+  EXPECT_TRUE(ThrowsInvalidArgument(
+      call, {"partition_size", "a multiple of kTileTokens", "= 64", "got 100"}));
   call.partition_size = -64;
   EXPECT_TRUE(ThrowsInvalidArgument(call, {"partition_size", ">= 0", "got -64"}));
 }

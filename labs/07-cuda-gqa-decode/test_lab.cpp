@@ -286,21 +286,25 @@ TEST_P(GqaDecode, EveryHeadAndBlockSizeBFloat16) {
 // One partition per sequence (kNoSplit): these are about which rows serve which heads.
 TEST_P(GqaDecode, GroupOfOneIsMultiHead) {
   // num_heads == num_kv_heads: one real row in the tile, fifteen zero rows.
-  expect_matches_reference(GetParam(), config(DType::kFloat16, 64, 16, 6, 6, {100, 37}), 730, kNoSplit);
+  expect_matches_reference(GetParam(), config(DType::kFloat16, 64, 16, 6, 6, {100, 37}), 730,
+                           kNoSplit);
 }
 
 TEST_P(GqaDecode, GroupOfFourPadsTwelveRows) {
-  expect_matches_reference(GetParam(), config(DType::kBFloat16, 128, 32, 12, 3, {90, 200}), 731, kNoSplit);
+  expect_matches_reference(GetParam(), config(DType::kBFloat16, 128, 32, 12, 3, {90, 200}), 731,
+                           kNoSplit);
 }
 
 TEST_P(GqaDecode, GroupOfEightThirtyTwoHeadsOverFour) {
   // The benchmark's grouped-query ratio: query heads 8k .. 8k + 7 read kv head k.
-  expect_matches_reference(GetParam(), config(DType::kFloat16, 128, 16, 32, 4, {77, 130}), 732, kNoSplit);
+  expect_matches_reference(GetParam(), config(DType::kFloat16, 128, 16, 32, 4, {77, 130}), 732,
+                           kNoSplit);
 }
 
 TEST_P(GqaDecode, GroupOfSixteenFillsTheTile) {
   // Every row of the tile is a real query head: no padding at all.
-  expect_matches_reference(GetParam(), config(DType::kBFloat16, 64, 16, 16, 1, {150, 20}), 733, kNoSplit);
+  expect_matches_reference(GetParam(), config(DType::kBFloat16, 64, 16, 16, 1, {150, 20}), 733,
+                           kNoSplit);
 }
 /// [test_groups]
 
@@ -533,7 +537,8 @@ TEST_P(GqaDecode, EqualKeysGiveTheMeanOfTheValues) {
   pa::testing::fill_cache_with_one_row(p, pa::testing::CacheSide::kKeys);
   SCOPED_TRACE("every key slot of the cache holds one row: every weight is 1 / seq_len, in every "
                "partition, and out is the mean of the sequence's values");
-  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kTileTokens)));
+  EXPECT_TRUE(
+      CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kTileTokens)));
 }
 
 TEST_P(GqaDecode, EqualKeysInOnePartitionGiveTheMeanOfTheValues) {
@@ -558,7 +563,8 @@ TEST_P(GqaDecode, EqualValuesComeBackWhateverTheWeights) {
   EXPECT_TRUE(pa::testing::SpreadIsWide(p));
   SCOPED_TRACE("every value slot of the cache holds one row: out is that row for any weights "
                "that sum to 1 over the sequence's tokens and its partitions");
-  EXPECT_TRUE(CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kTileTokens)));
+  EXPECT_TRUE(
+      CloseToReference(p, pa::testing::expected_decode(p), run(GetParam(), p, kTileTokens)));
 }
 
 // ---- Stage probes: each partition's state, and the weights themselves -----------------------
@@ -618,7 +624,8 @@ HostPartition host_partition(const DecodeProblem& p, int s, int h, int first, in
   r.m = static_cast<double>(m);
   r.denom = static_cast<double>(denom);
   r.o = Vec(d);
-  for (int i = 0; i < d; ++i) r.o[i] = static_cast<double>(acc[static_cast<std::size_t>(i)] / denom);
+  for (int i = 0; i < d; ++i)
+    r.o[i] = static_cast<double>(acc[static_cast<std::size_t>(i)] / denom);
   return r;
 }
 
@@ -829,9 +836,10 @@ constexpr double kSumTol = 3e-3;
       for (Eigen::Index t = len; t < p.cfg.head_size; ++t) {
         if (!(got(row, t) == 0.0)) {
           return ::testing::AssertionFailure()
-                 << "sequence " << s << " (" << len << " tokens), head " << h << ": dimension "
-                 << t << " is " << got(row, t) << ", the weight of token " << t
-                 << ", which does not exist: it must be exactly 0 (a token at or past the end is a zero "
+                 << "sequence " << s << " (" << len << " tokens), head " << h << ": dimension " << t
+                 << " is " << got(row, t) << ", the weight of token " << t
+                 << ", which does not exist: it must be exactly 0 (a token at or past the end is a "
+                    "zero "
                     "row of the tile: the tile copy; and its score is masked: TODO 3c)";
         }
       }

@@ -249,7 +249,8 @@ TEST_F(SimtChecker, ReadPastTheEndOfADeviceBufferNamesItTheBlockThreadAndLine) {
   ExpectKernelError(
       [&] { simt::launch(shifted_copy_kernel, dim3(1), dim3(64), 0, in.data(), out.data(), 2); },
       {"out of bounds in shifted_copy_kernel", "block (0, 0, 0)", "(warp 1, lane 30) reads 4 bytes",
-       "test_checker.cpp:" + std::to_string(kBufferRead), ", 0 bytes past the end of query (256 bytes)"});
+       "test_checker.cpp:" + std::to_string(kBufferRead),
+       ", 0 bytes past the end of query (256 bytes)"});
 }
 
 TEST_F(SimtChecker, ReadBeforeTheStartOfADeviceBufferIsReported) {
@@ -258,7 +259,8 @@ TEST_F(SimtChecker, ReadBeforeTheStartOfADeviceBufferIsReported) {
   in.set_name("key_cache");
   ExpectKernelError(
       [&] { simt::launch(shifted_copy_kernel, dim3(1), dim3(64), 0, in.data(), out.data(), -1); },
-      {"thread 0 (warp 0, lane 0) reads 4 bytes", "4 bytes before the start of key_cache (256 bytes)"});
+      {"thread 0 (warp 0, lane 0) reads 4 bytes",
+       "4 bytes before the start of key_cache (256 bytes)"});
 }
 
 TEST_F(SimtChecker, EveryByteInsideRaisesNothing) {

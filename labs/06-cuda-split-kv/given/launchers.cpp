@@ -22,7 +22,8 @@
 #include "simt/occupancy.hpp"
 #include "simt/timing.hpp"
 
-#include PA_LAB_IMPL  // the two kernels: paged_attention_v2_kernel, paged_attention_v2_reduce_kernel
+// The two kernels: paged_attention_v2_kernel and paged_attention_v2_reduce_kernel.
+#include PA_LAB_IMPL
 
 namespace pa::cuda_v2::SIMT_BACKEND {
 namespace {

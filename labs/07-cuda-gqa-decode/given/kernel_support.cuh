@@ -68,7 +68,8 @@ struct SharedTiles {
     return reinterpret_cast<scalar_t*>(base + kRingOffset + std::size_t(2 * stage) * kTileBytes);
   }
   __device__ scalar_t* v(int stage) const {
-    return reinterpret_cast<scalar_t*>(base + kRingOffset + std::size_t(2 * stage + 1) * kTileBytes);
+    return reinterpret_cast<scalar_t*>(base + kRingOffset +
+                                       std::size_t(2 * stage + 1) * kTileBytes);
   }
   /// The stage that tile `tile` of the partition occupies: tiles take the stages in turn, so
   /// tile t + kStages - 1, copied while tile t is multiplied, reuses tile t - 1's stage.
