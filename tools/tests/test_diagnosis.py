@@ -34,20 +34,19 @@ HAND = HERE / "hand_bugs"
 HAND_RECORD = HAND / "hand_bugs.json"
 MEASURED = ("04", "05", "06", "07")
 # The issue asks for 90 % (the first message names the TODO that holds the bug, over the catalogue
-# mutants of labs 04-07 and the hand-planted bugs). Measured on the records of 2026-11-27 09:20
-# (99 mutants, 58 hand bugs): 87 % of 157 (catalogue 97 of 99; hand bugs 40 of 58; the catalogue
-# left one out 70 %). The second blind set (16 bugs written that day without the tests, the rule
-# or this report) is placed 11 of 16, the first blind set 12 of 16: about 70-75 % for a bug the
-# catalogue does not hold, whatever the rule's constants (tools/labkit/diagnosis.py). Earlier, on
-# the records of 04:10 (88 mutants, 42 hand bugs): 90 % of 130 (87 of 88; 30 of 42; 75 %); before
-# that day's stage probes and 18 new mutants: 84 % of 96, hand bugs 13 of 26. The 11 mutants
-# added at 09:20 (steps that had one or two known bugs) moved no hand bug the right way: they are
-# kept, as known bugs are whatever they do to a figure.
+# mutants of labs 04-07 and the hand-planted bugs). Measured on the records of 2026-11-27 12:00
+# (100 mutants, 74 hand bugs): 89 % of 174 (catalogue 99 of 100; hand bugs 56 of 74; the
+# catalogue left one out 70 %). The third blind set (16 bugs written that day by a helper who saw
+# neither the tests, the rule nor this report, recorded after the last change to the tests) is
+# placed 13 of 16; the first and second 12 and 13 of 16 (the second was 11 of 16 before the
+# whole-cache equal-key/value probes and lab 06's equal-maxima reduce probe, which were written
+# after reading its misses, so it is no longer blind). Earlier: 87 % of 157 (09:20), 90 % of 130
+# (04:10, 42 hand bugs), 84 % of 96 before that day's stage probes.
 # These bars guard what is reached, so that a change that loses ground fails. The hand-planted
-# bugs stay well under 90 %: bugs of neighbouring steps fail the same tests (a stage probe fails
+# bugs stay under 90 %: bugs of neighbouring steps fail the same tests (a stage probe fails
 # for a bug in its stage and in every stage before it), so a failing set cannot tell them apart.
-TARGET = 0.87
-HAND_TARGET = 0.68
+TARGET = 0.88
+HAND_TARGET = 0.74
 LEAVE_ONE_OUT = 0.69   # a bug the catalogue does not hold, simulated
 
 
