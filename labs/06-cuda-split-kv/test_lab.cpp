@@ -696,6 +696,17 @@ Mat run_reduce(Backend backend, HandPartials& hand) {
   return pa::testing::to_mat(hand.out, hand.want.rows(), hand.want.cols());
 }
 
+/// Expects the reduce's `got` within the output tolerance of `dtype` of the host's merge of
+/// `hand`'s partials (float32 sums of <= 131 weighted terms, then one rounding to dtype), saying
+/// `why` when it is not.
+void expect_the_hosts_merge(const HandPartials& hand, const Mat& got, DType dtype,
+                            const std::string& why) {
+  const Tolerance tol = tolerance(dtype);
+  EXPECT_TRUE(AllClose(hand.want, got, tol.atol, tol.rtol,
+                       pa::testing::decode_labels(2, "the host's merge", "the reduce's out")))
+      << "the reduce alone, on given partials" << why;
+}
+
 TEST_P(PagedAttentionV2, ReduceAloneMergesOnlyEachSequencesOwnPartials) {
   // The reduce kernel alone (paged_attention_v2_reduce) on partials this test wrote, not your
   // attention kernel: 1,000, 40 and 200 tokens, 16, 1 and 4 partitions of 64. The entries past
@@ -741,16 +752,12 @@ TEST_P(PagedAttentionV2, ReduceAloneWeighsAgainstTheLargestMax) {
                  (all_low ? std::string("every max of a head near -150")
                           : "the far max in partition " + std::to_string(far)));
     HandPartials hand = make_hand_partials(DType::kFloat32, 64, lens, 932, far, all_low);
-    const Mat got = run_reduce(GetParam(), hand);
-    // float32 sums of <= 131 weighted terms, then one rounding: the float32 output tolerance.
-    const Tolerance tol = tolerance(DType::kFloat32);
-    EXPECT_TRUE(AllClose(hand.want, got, tol.atol, tol.rtol,
-                         pa::testing::decode_labels(2, "the host's merge", "the reduce's out")))
-        << "the reduce alone, on given partials whose maxima lie 150 apart (or all lie near "
-           "-150), differs from "
-           "sum_p β_p acc_p / sum_p β_p denom_p with β_p = e^(m_p - M): M must be the largest "
-           "m_p of the sequence, in every thread (reduce TODO 2), and every acc_p and denom_p "
-           "rescaled by its β_p (reduce TODO 3)";
+    expect_the_hosts_merge(
+        hand, run_reduce(GetParam(), hand), DType::kFloat32,
+        " whose maxima lie 150 apart (or all lie near -150), differs from sum_p β_p acc_p / "
+        "sum_p β_p denom_p with β_p = e^(m_p - M): M must be the largest m_p of the sequence, "
+        "in every thread (reduce TODO 2), and every acc_p and denom_p rescaled by its β_p "
+        "(reduce TODO 3)");
   }
 }
 
@@ -765,16 +772,12 @@ TEST_P(PagedAttentionV2, ReduceAloneMergesTheGivenPartials) {
     SCOPED_TRACE(dtype_name(dtype) + " head_size " + std::to_string(head_size));
     HandPartials hand = make_hand_partials(dtype, head_size, {8325, 8321, 8384},
                                            933 + static_cast<std::uint64_t>(head_size));
-    const Mat got = run_reduce(GetParam(), hand);
-    // float32 sums of <= 131 weighted terms, then one rounding to dtype: its output tolerance.
-    const Tolerance tol = tolerance(dtype);
-    EXPECT_TRUE(AllClose(hand.want, got, tol.atol, tol.rtol,
-                         pa::testing::decode_labels(2, "the host's merge", "the reduce's out")))
-        << "the reduce alone, on given partials, differs from their merge "
-           "sum_p β_p acc_p / sum_p β_p denom_p with β_p = e^(m_p - M): each tile's β_p "
-           "(the weights array) written before any is read and read before the next tile "
-           "overwrites them, acc and denom rescaled alike (reduce TODO 3), then one division "
-           "(reduce TODO 4)";
+    expect_the_hosts_merge(
+        hand, run_reduce(GetParam(), hand), dtype,
+        " differs from their merge sum_p β_p acc_p / sum_p β_p denom_p with β_p = "
+        "e^(m_p - M): each tile's β_p (the weights array) written before any is read and read "
+        "before the next tile overwrites them, acc and denom rescaled alike (reduce TODO 3), "
+        "then one division (reduce TODO 4)");
   }
 }
 
@@ -786,17 +789,13 @@ TEST_P(PagedAttentionV2, ReduceAloneWithEqualMaximaIsAPlainSum) {
   // tiles' shared weights and the one division: reduce TODOs 1 and 4, not 2.
   HandPartials hand =
       make_hand_partials(DType::kFloat32, 64, {8325, 40, 1000}, 934, -1, false, 2.5);
-  const Mat got = run_reduce(GetParam(), hand);
-  // float32 sums of <= 131 terms, then one rounding: the float32 output tolerance.
-  const Tolerance tol = tolerance(DType::kFloat32);
-  EXPECT_TRUE(AllClose(hand.want, got, tol.atol, tol.rtol,
-                       pa::testing::decode_labels(2, "the host's merge", "the reduce's out")))
-      << "the reduce alone, on given partials whose maxima are all equal (every weight β_p the "
-         "same, so neither M nor the rescale can matter), differs from sum_p acc_p / sum_p "
-         "denom_p: does it read the sequence's own rows, (seq * num_heads + head) * "
-         "max_num_partitions + p for p below the sequence's own count, and leave a "
-         "one-partition sequence's row alone (reduce TODO 1); are a tile's weights written "
-         "before any is read (reduce TODO 3); is the total divided once (reduce TODO 4)?";
+  expect_the_hosts_merge(
+      hand, run_reduce(GetParam(), hand), DType::kFloat32,
+      " whose maxima are all equal (every weight β_p the same, so neither M nor the rescale can "
+      "matter), differs from sum_p acc_p / sum_p denom_p: does it read the sequence's own rows, "
+      "(seq * num_heads + head) * max_num_partitions + p for p below the sequence's own count, "
+      "and leave a one-partition sequence's row alone (reduce TODO 1); are a tile's weights "
+      "written before any is read (reduce TODO 3); is the total divided once (reduce TODO 4)?");
 }
 /// [test_reduce_alone]
 
