@@ -48,8 +48,8 @@ __global__ void reshape_and_cache_kernel(
   //         [num_blocks, num_kv_heads, head_size/x, block_size, x] and value_cache
   //         [num_blocks, num_kv_heads, head_size, block_size]. Invariant: reading the caches back
   //         through the same layouts gives the token's key and value; nothing else changes.
-  //         Offsets reach past 2^31 elements in a large cache (§ Shared memory and the context
-  //         bound): compute them in int64.
+  //         Offsets reach past 2^31 elements in a large cache (§ The cache layouts): compute
+  //         them in int64.
   //         Stuck? tools/lab hint 05 reshape
 }
 /// [reshape_and_cache_kernel]

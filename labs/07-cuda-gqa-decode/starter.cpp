@@ -152,16 +152,16 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
 
   // TODO 2. Goal: everything the loop starts from. Out: tiles.q [kTileRows, Tiles::kLdQ], row
   //         r < group_size the query of head first_head + r (q is [num_seqs, num_heads,
-  //         HEAD_SIZE], q_stride per sequence), the rows past the group zero; tiles.o
-  //         [kTileRows, Tiles::kLdO] zero; the partition's slice of the block table in
+  //         HEAD_SIZE], q_stride per sequence), the rows past the group zero; acc
+  //         (tiles.o [kTileRows, Tiles::kLdO]) zero; the partition's slice of the block table in
   //         tiles.table (given: stage_block_table); the first kStages - 1 tiles' keys and
   //         values on their way into their stages of the ring (each tile two commit groups of
   //         every thread, keys then values — also for a tile past the end, which copies
   //         nothing); each thread's running max and sum of its row as before lab 02's first
-  //         block. Invariant after the barrier: every warp sees q, o and the table
+  //         block. Invariant after the barrier: every warp sees q, acc and the table
   //         (§ The tiles: who holds which rows).
 
-  // TODO 3. Goal: o, m and l over every tile of the partition. For each tile (tile_start on,
+  // TODO 3. Goal: acc, m and denom over every tile of the partition. For each tile (tile_start on,
   //         in stage Tiles::stage_of(tile)):
   //   a. the tile kStages - 1 ahead starts its trip into the stage the previous tile left;
   //      this tile's keys have landed (the groups after them may stay in flight) and are
@@ -171,19 +171,19 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   //      transpose (§ wmma: the API, and what the emulator checks). Barrier (A);
   //   c. the online softmax of each row — one query head per row, ROW_THREADS threads each:
   //      the row's new max and sum, the weight tile W = tiles.p [kTileRows, Tiles::kLdP] =
-  //      e^(s - new max) (0 for a token at or past end), tiles.row_alpha[row] = the factor
-  //      the old o and sum shrink by.
+  //      e^(s - new max), unnormalised (0 for a token at or past end), tiles.row_alpha[row]
+  //      = the factor the old acc and denom shrink by.
   //      Invariant: no max or sum crosses rows (§ The online softmax, one row per query head);
   //   d. this tile's values have landed, and W, row_alpha and the values are visible to every
   //      warp. Barrier (B);
-  //   e. o = diag(alpha) o + W·V: warp w owns a band of O_COLS_PER_WARP output columns; the
+  //   e. acc = diag(alpha) acc + W·V: warp w owns a band of O_COLS_PER_WARP output columns; the
   //      rescale is done in shared memory (which lane holds which fragment element is
   //      unspecified), then the product on tensor cores. Barrier (C): the stage is free.
-  //      Invariant after each tile: o / l is each row's attention over the tokens so far.
+  //      Invariant after each tile: acc / denom is each row's attention over the tokens so far.
 
   // TODO 4. Goal: a sequence of one partition is finished here: out [num_seqs, num_heads,
-  //         HEAD_SIZE] gets o / l for the group's rows only (a padding row belongs to no head),
-  //         and the block returns.
+  //         HEAD_SIZE] gets acc / denom for the group's rows only (a padding row belongs to no
+  //         head), and the block returns.
 
   // TODO 5. Goal: otherwise the partition's result for the merge, per group row r, at entry
   //         (seq_idx, first_head + r, partition_idx) of the scratch (partition extent

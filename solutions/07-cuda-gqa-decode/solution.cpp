@@ -120,8 +120,8 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   using Chunk = typename Tile::Chunk;
   constexpr int VEC_SIZE = Tile::VEC_SIZE;
   constexpr int QK_STEPS = HEAD_SIZE / kWmmaTile;     // Q·Kᵀ: 16-wide steps over the head
-  constexpr int PV_STEPS = kTileTokens / kWmmaTile;   // P·V: 16-token steps over the tile
-  constexpr int O_TILES_PER_WARP = HEAD_SIZE / kWmmaTile / kNumWarps;  // P·V: columns per warp
+  constexpr int PV_STEPS = kTileTokens / kWmmaTile;   // W·V: 16-token steps over the tile
+  constexpr int O_TILES_PER_WARP = HEAD_SIZE / kWmmaTile / kNumWarps;  // W·V: columns per warp
   constexpr int O_COLS_PER_WARP = O_TILES_PER_WARP * kWmmaTile;
   constexpr int ROW_THREADS = kNumThreads / kTileRows;       // threads sharing one row: 8
   constexpr int COLS_PER_THREAD = kTileTokens / ROW_THREADS;  // scores of a row per thread
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   const int thread_idx = threadIdx.x;
   const int warp_idx = thread_idx / WARP_SIZE;
   const int lane = thread_idx % WARP_SIZE;
-  const int row = thread_idx / ROW_THREADS;       // the row of S, P and O this thread serves
+  const int row = thread_idx / ROW_THREADS;       // the row of S, W and acc this thread serves
   const int row_lane = thread_idx % ROW_THREADS;  // its rank among that row's threads
   const int seq_len = seq_lens[seq_idx];
   const int* block_table = block_tables + seq_idx * max_num_blocks_per_seq;  // [max_blocks]
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   SIMT_DYNAMIC_SHARED(unsigned char, shared_mem);
   const Tiles tiles(shared_mem);
 
-  // ---- Step 2: the queries (zero padding rows), o = 0, the partition's block table -------
+  // ---- Step 2: the queries (zero padding rows), acc = 0, the partition's block table -----
   // q[seq_idx, first_head .. first_head + G - 1, :] is one contiguous [G, HEAD_SIZE] slab.
   const scalar_t* q_group = q + seq_idx * q_stride + first_head * HEAD_SIZE;
   constexpr int Q_CHUNKS_PER_ROW = HEAD_SIZE / VEC_SIZE;
@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   // The partition's slice of the block table, once: every copy below looks its block up here.
   // Partitions start on tile (and so block) edges: the slice begins at block start / BLOCK_SIZE.
   stage_block_table(tiles.table, block_table + start / BLOCK_SIZE, ceil_div(end - start, BLOCK_SIZE));
-  __syncthreads();  // q, o and the table are visible to every thread
+  __syncthreads();  // q, acc and the table are visible to every thread
 
   // ---- Step 3: the pipeline. Tile t's keys and values are copy groups 2t and 2t + 1 of every
   // thread; kStages - 1 tiles are on their way before the first product. -------------------
@@ -261,12 +261,12 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
 
     // ---- Step 3d: this tile's values have landed too ------------------------------------
     __pipeline_wait_prior(2 * kStages - 2);
-    __syncthreads();  // (B) P, row_alpha and every thread's copies of V are visible
+    __syncthreads();  // (B) W, row_alpha and every thread's copies of V are visible
 
-    // ---- Step 3e: o = diag(alpha) o + P·V; warp w owns the output columns of its tiles -----
+    // ---- Step 3e: acc = diag(alpha) acc + W·V; warp w owns the output columns of its tiles -
     {
       const int col0 = warp_idx * O_COLS_PER_WARP;
-      // Row r of o shrinks by row_alpha[r]. Which lane holds which element of a fragment is not
+      // Row r of acc shrinks by row_alpha[r]. Which lane holds which element of a fragment is not
       // specified, so the per-row factor is applied here, in shared memory, not on x[].
       for (int i = lane; i < kTileRows * O_COLS_PER_WARP; i += WARP_SIZE) {
         const int r = i / O_COLS_PER_WARP;
@@ -274,7 +274,7 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
       }
       __syncwarp();  // the warp's rescaled columns are in place before its wmma loads
       for (int n = 0; n < O_TILES_PER_WARP; ++n) {
-        float* o_tile = tiles.o + col0 + n * kWmmaTile;  // [16, 16] of o, pitch kLdO
+        float* o_tile = tiles.o + col0 + n * kWmmaTile;  // [16, 16] of acc, pitch kLdO
         wmma::fragment<wmma::accumulator, 16, 16, 16, float> o_frag;
         wmma::load_matrix_sync(o_frag, o_tile, Tiles::kLdO, wmma::mem_row_major);
         for (int k = 0; k < PV_STEPS; ++k) {
@@ -288,7 +288,7 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
         wmma::store_matrix_sync(o_tile, o_frag, Tiles::kLdO, wmma::mem_row_major);
       }
     }
-    __syncthreads();  // (C) every warp is done with this stage (refilled next) and with o
+    __syncthreads();  // (C) every warp is done with this stage (refilled next) and with acc
   }
 
   // ---- Step 4: a sequence of one partition writes its rows; no merge ---------------------
@@ -337,7 +337,7 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
 
   // Every thread of the last block merges. First the weights: row r's 8 threads fold the
   // partitions' maxima into the global one M and sum the rescaled sums into the total; then
-  // partition p weighs w[r][p] = l_p e^(m_p - M) / total (lab 03's merge, normalized once).
+  // partition p weighs w[r][p] = denom_p e^(m_p - M) / total (lab 03's merge, normalized once).
   float* weights = tiles.s;  // [kTileRows, kLdS] this chunk's w[r][p], kLdS >= kMergeChunk
   constexpr int kMergeChunk = kTileTokens;  // partitions whose weights are staged at a time
   static_assert(kMergeChunk <= Tiles::kLdS, "a chunk of weights fits a row of the score tile");
@@ -363,7 +363,7 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   for (int mask = ROW_THREADS / 2; mask >= 1; mask /= 2) {
     total += __shfl_xor_sync(FULL_MASK, total, mask);
   }
-  // total >= 1 on a real row: the max's partition has e^0 * l >= 1. Padding rows: unused.
+  // total >= 1 on a real row: the max's partition has e^0 * denom >= 1. Padding rows: unused.
   const float inv_total = row < group_size ? __fdividef(1.f, total) : 0.f;
 
   // Then the rows: thread t owns elements e = t, t + kNumThreads, ... of the group's

@@ -39,9 +39,9 @@ struct SharedTiles {
   unsigned char* base;  // the first 128-byte boundary of the allocation
   scalar_t* q;       // [kTileRows, kLdQ]    the group's queries, rows >= group zero
   float* s;          // [kTileRows, kLdS]    scores Q·Kᵀ of this tile (unscaled)
-  scalar_t* p;       // [kTileRows, kLdP]    probabilities exp(s·scale - m) of this tile
-  float* o;          // [kTileRows, kLdO]    the running output sum_t p_t v_t, per query row
-  float* row_alpha;  // [kTileRows]          exp(m_old - m_new): how much o shrinks this tile
+  scalar_t* p;       // [kTileRows, kLdP]    W: this tile's weights exp(s·scale - m), undivided
+  float* o;          // [kTileRows, kLdO]    acc = sum_t w_t v_t so far, per query row, undivided
+  float* row_alpha;  // [kTileRows]          exp(m_old - m_new): how much acc shrinks this tile
   int* table;        // [kMaxTableEntries]   the partition's physical block ids, in order
   int* is_last;      // [1]                  this block merges the partitions (fused merge)
 
