@@ -48,12 +48,12 @@ struct Tolerance {
 
 /// How far the kernel's output may sit from the float64 reference, per dtype: |out - ref| <=
 /// atol + rtol |ref|. The inputs are the same rounded values on both sides; what remains is
-///  - P: the probabilities are rounded to the input type before the P·V product on the tensor
-///    cores (as in FlashAttention), a relative error of up to u = 2^-11 (float16) or 2^-8
-///    (bfloat16) per weight, which moves an output by at most u * sum_t p_t |v_t|: u times a
-///    p-weighted mean of |v|, about 1 for the tests' N(0, 1) values (it reaches max|v| only if
-///    all the weight sits on the largest value), and the per-weight errors' signs differ, so
-///    atol = 2u covers it with room;
+///  - W: the weights e^(s - m) are rounded to the input type before the W·V product on the
+///    tensor cores (as in FlashAttention), a relative error of up to u = 2^-11 (float16) or 2^-8
+///    (bfloat16) per weight, which moves an output by at most u * sum_t p_t |v_t| (p_t: the
+///    normalised weight): u times a p-weighted mean of |v|, about 1 for the tests' N(0, 1)
+///    values (it reaches max|v| only if all the weight sits on the largest value), and the
+///    per-weight errors' signs differ, so atol = 2u covers it with room;
 ///  - out: the final rounding to the output type, half an ulp; rtol is one ulp (two half-ulps)
 ///    (2^-11 * 2 ~ 1e-3, 2^-8 * 2 ~ 8e-3) as in lab 05;
 ///  - float32 sums and the GPU's approximate __expf: ~1e-6, far below both.
