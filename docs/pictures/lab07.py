@@ -315,7 +315,7 @@ def targets() -> Figure:
                "this lab's kernel and FlashAttention through PyTorch, the read yardstick of the same "
                "bytes, and this lab's target as a fraction of the yardstick.")
     x0 = 230
-    scale = h100.gbps_scale(f, x0, 560, 40 + row_h * len(SHAPES))
+    scale = h100.gbps_scale(f, x0, f.width - x0 - h100.LABEL_ROOM - 20, 40 + row_h * len(SHAPES))
     for i, (seqs, tokens, heads, kv, target) in enumerate(SHAPES):
         shape = (seqs, tokens, heads, kv)
         y = 42 + row_h * i
@@ -330,10 +330,10 @@ def targets() -> Figure:
         h100.batch_bars(f, x0, scale, y, full, target, [
             (WARPS[0], v1[shape][0] if shape in v1 else None,
              f"{v1[shape][0]:,.0f}" if shape in v1 else "",
-             "v1: the logits do not fit in shared memory", False),
+             "v1: logits too big for shared memory", False),
             (WARPS[3], v2[shape][0] if shape in v2 else None,
              f"{v2[shape][0]:,.0f}" if shape in v2 else "",
-             "v2: not reached before the run's time limit", False),
+             "v2: not reached in the time limit", False),
             (WARPS[1], mine_gbps, f"{mine_gbps:,.0f}  ({mine_pct:.0f}%)", "", True),
             (WARPS[2], flash, f"{flash:,.0f}", "", False)])
     y = 62 + row_h * len(SHAPES)
