@@ -63,13 +63,11 @@ def slots() -> Figure:
     slot = BLOCK_TABLE[j] * BLOCK_SIZE + o
     f.rect(toks.left(t), toks.top(0), tw, 34, stroke=INK, sw=2.5)
     f.rect(pool.left(slot), pool.top(0), cw, 28, stroke=INK, sw=2.5)
-    f.text(10, 284, f"token {t}:  logical block ⌊{t} / {BLOCK_SIZE}⌋ = {j},  "
-           f"block_table[{j}] = {BLOCK_TABLE[j]},  offset {t} mod {BLOCK_SIZE} = {o}   →   "
+    f.text(10, 284, f"token {t}: logical block ⌊{t} / {BLOCK_SIZE}⌋ = {j}, "
+           f"block_table[{j}] = {BLOCK_TABLE[j]}, offset {t} mod {BLOCK_SIZE} = {o} → "
            f"slot {BLOCK_TABLE[j]} · {BLOCK_SIZE} + {o} = {slot}", size=SIZE_SMALL, mono=True)
-    y = f.paragraph(10, 310, "Block b is rows 4b … 4b + 3 of the pool. ×: the two unused rows of "
-                    "the last block; they hold no token of this sequence, and the tests fill them "
-                    "with NaN or 10⁶.", fill=MUTED)
-    f.height = max(f.height, y)
+    # Which rows a block is, and what the unused rows (×) hold: the caption under the figure.
+    f.height = 302
     return f
 
 
