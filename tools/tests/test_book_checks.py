@@ -167,7 +167,7 @@ class BookChecksTest(unittest.TestCase):
         self.assertIn("smaller than 9 px", problems[0])
 
     def test_a_figure_that_reads_at_1400_px_fails_at_the_1000_px_column(self):
-        # 12 px in an 820 px figure: 12 px at the 824 px column of a 1400 px window, but
+        # 12 px in an 820 px figure: 11.8 px at the 808 px column of a 1400 px window, but
         # 12 * 723 / 820 = 10.6 px at the 1000 px window's column, where the sidebar still shows.
         self.site.svg("map.svg", '<text x="1" y="1" font-size="12">T0</text>', width=820)
         self.site.page("lab_05.html", '<div class="image"><img src="map.svg"/></div>')
