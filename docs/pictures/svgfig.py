@@ -10,7 +10,8 @@ language:
 - one font size scale and one stroke width;
 - Figure: rectangles, text, lines, arrows, braces, legends, written in user units that are CSS
   pixels at 100%: a figure drawn `Figure(820, h)` shows at its natural size in the book's
-  content column (about 840 px at a 1400 px window) and scales down on narrower screens;
+  content column (about 824 px at a 1400 px window) and scales down on narrower screens (723 px
+  at a 1000 px window, where the sidebar still shows);
 - Figure.grid: a CuTe-style layout picture: a grid of cells, each coloured by who owns it and
   labelled with what it holds, e.g. "T3 / d8-11" (see lab05.py).
 
