@@ -92,14 +92,9 @@ def thread_map() -> Figure:
         f.text(kx - 6, grid.cy(r), label, size=SIZE_SMALL, anchor="end", fill=MUTED)
     f.vbrace(grid.right(BLOCK_SIZE * G - 1) + 3, grid.top(0) + 1, grid.bottom(0) - 1,
              ["one load:", "vec 0 of", "32 lanes"])
-    foot = grid.bottom(len(shown) - 1) + 22
-    y = f.paragraph(10, foot, f"Lane {2 * 5 + 1} = group 5, rank 1: its vec ν is key_cache[block, "
-                    f"kv_head, ν, 5, 4 : 8] (δ = 8ν + 4 … 8ν + 7), ν = 0 … {NUM_CHUNKS - 1}, and "
-                    "it multiplies them with q_vecs[1][ν], the same slices of q. Vec ν of all 32 "
-                    f"lanes is one coalesced {BLOCK_SIZE * 16}-byte load; the group's butterfly "
-                    "then adds its two partial dot products.", size=NOTE_SIZE)
-    # Which warp's groups are drawn is said once, in the chapter's prose next to the figure.
-    f.height = max(f.height, y)
+    # Lane 11's loads, worked through, are in the caption; which warp's groups are drawn is said
+    # once, in the chapter's prose next to the figure.
+    f.height = grid.bottom(len(shown) - 1) + 12
     return f
 
 
@@ -280,11 +275,10 @@ def timeline() -> Figure:
 # other.
 
 def group_butterfly() -> Figure:
-    f = Figure(820, 236, "XOR butterfly inside a thread group",
+    f = Figure(400, 236, "XOR butterfly inside a thread group",
                "Block size 8, float32, so TG = 4: the four threads of a group add their partial "
                "dot products in two shuffles, masks 2 then 1.")
-    f.text(10, 14, "Inside a thread group: block size 8, so TG = 4; masks 2, then 1",
-           size=SIZE_TITLE, weight="bold")
+    f.text(10, 14, "Inside a thread group: TG = 4", size=SIZE_TITLE, weight="bold")
     lanes = 4
     xs = [50 + 66 * l for l in range(lanes)]
     ys = [70, 140, 210]
@@ -304,12 +298,8 @@ def group_butterfly() -> Figure:
                   "#ffffff", stroke=INK, size=NOTE_SIZE, mono=True)
     for l in range(lanes):
         f.text(xs[l], 42, f"lane {l}", size=NOTE_SIZE, anchor="middle", fill=MUTED)
-    notes = ["qk += __shfl_xor_sync(FULL_MASK, qk, mask):",
-             "every lane adds the value of the lane whose",
-             "index differs in the mask's one bit. After",
-             "log₂ TG steps every member holds the whole",
-             "dot product: no shared memory, no barrier."]
-    f.lines(380, 140, notes, size=NOTE_SIZE, anchor="start", gap=1.45)
+    # What one shuffle does and why no barrier is needed: the caption under the figure. The
+    # picture is as narrow as its lattice, so it shows at its own size in every column.
     return f
 
 
