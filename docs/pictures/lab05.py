@@ -30,15 +30,15 @@ def thread_map() -> Figure:
     # 1. The threads.
     f.text(10, 14, f"1. The thread block: {NUM_THREADS} threads = {NUM_WARPS} warps × 32 lanes; "
            f"thread group g = lanes 2g, 2g + 1 (TG = {G})", size=SIZE, weight="bold")
-    cw, ch = 19, 18
-    gx, gy = 72, 30
+    cw, ch = 20, 18  # 20 px: two digits of 13 px mono with a gap between cells
+    gx, gy = 62, 30
 
     def thread_cell(w, lane):  # the lane, numbered in warp 0's row only (a column is one lane)
         return (str(lane) if w == 0 else ""), rank_fill(WARPS[w], lane % G)
     g = f.grid(gx, gy, NUM_WARPS, WARP_SIZE, cw, ch, thread_cell, size=SIZE_SMALL,
                row_labels=[f"warp {w}" for w in range(NUM_WARPS)])
     f.text(gx + g.width + 8, gy + 51, "column: lane l,", size=SIZE_SMALL, fill=MUTED)
-    f.text(gx + g.width + 8, gy + 65, "thread 32ω + l", size=SIZE_SMALL, fill=MUTED)
+    f.text(gx + g.width + 8, gy + 65, "thread 32ω+l", size=SIZE_SMALL, fill=MUTED)
     for k in range(WARP_SIZE // G + 1):
         x = g.left(k * G) if k < WARP_SIZE // G else g.right(WARP_SIZE - 1)
         f.line(x, gy, x, g.bottom(NUM_WARPS - 1), stroke=INK, sw=0.8)
