@@ -14,8 +14,9 @@ the browser check adds Debian's Selenium.
 - table_caption_check: every table of a chapter has a numbered caption (a `Table: ` paragraph
   above it, which docs/tidy_html.py numbers), and no `Table:` paragraph is left without its table.
 - figure_text_check (without a browser only): no text in a figure smaller than 11 px at the
-  column width, at 1400 px and at a 900 px window: the SVG file's font size times the scale its
-  width implies. An estimate: it cannot see CSS. The browser check measures instead.
+  column width of every window width the layout is checked at (COLUMN_AT): the SVG file's font
+  size times the scale its width implies. An estimate: it cannot see CSS. The browser check
+  measures instead.
 - link_check: every local href/src/data in the HTML (and SVG) and in the sidebar's data resolves
   to a file, and every #fragment to an id in it; nothing is loaded from the network; the only
   external links are references: in a chapter's References section, or to a paper host (arXiv,
@@ -28,8 +29,9 @@ the browser check adds Debian's Selenium.
   then, at 1400, 1920, 1200, 1000 and 900 px (WIDTHS), the layout check (LAYOUT below: nothing
   wider than the content column or cut off inside it, no Markdown left unrendered, no numbered
   list restarting; the formulas laid out again at each width, as a reader's resized window has
-  them); at those widths, figure text as drawn in the page (FIGURE_TEXT below: each text's
-  computed font size times every scale between the SVG and the screen, CSS included); saves
+  them); at each of those widths, figure text as drawn in the page, at least 11 px
+  (FIGURE_TEXT below: each text's computed font size times every scale between the SVG and the
+  screen, CSS included); saves
   a screenshot of each page at 1400 px and of its key elements (test table, figures, widest
   snippet).
 
@@ -416,15 +418,18 @@ def table_caption_check(html_dir: Path, pages: list[str],
 
 
 # The smallest text a figure may show, in CSS px, at the size it is drawn in the column (a
-# figure wider than the column is scaled down to it). A reader can open a figure full size by
-# clicking it (docs/book-figures.js); at the column it must read without that.
+# figure wider than the column is scaled down to it), at every window width the layout is
+# checked at (WIDTHS). A reader can open a figure full size by clicking it
+# (docs/book-figures.js); at the column it must read without that. The narrowest column is the
+# 1000 px window's (the sidebar still shown): 723 px, where an 820 px figure shows at 88%, so
+# its text must be drawn at 12.5 px or more (svgfig.py draws 13).
 MIN_FIGURE_TEXT_PX = 11
-# ... and the same at a 900 px window (a laptop's split screen): below 1000 px book.css folds the
-# sidebar away behind a "Contents" button, so the column is about 850 px and a figure shows at
-# its own size there too.
-MIN_FIGURE_TEXT_PX_NARROW = 11
-NARROW_COLUMN_PX = 853  # the content column at a 900 px window, its scrollbar shown; the browser measures it
-COLUMN_PX = 824  # the content column at a 1400 px window, its scrollbar shown (docs/book.css); measured in the browser
+# The content column (its scrollbar shown) at each window width of WIDTHS, the narrowest of the
+# book's pages as the browser measures it with docs/book.css (the browser check prints them): the
+# no-browser estimate draws each figure in these. At 900 px book.css folds the sidebar away behind
+# a "Contents" button, so the column is wider there than at 1000 px.
+COLUMN_AT = {1400: 808, 1920: 991, 1200: 853, 1000: 723, 900: 853}
+COLUMN_PX = COLUMN_AT[1400]
 
 _LENGTH = re.compile(r"\s*([\d.]+)\s*(px|pt)?\s*")
 
@@ -510,9 +515,9 @@ def _too_small(texts, min_px: float) -> tuple[int, str, str] | None:
 
 
 def figure_text_check(html_dir: Path, pages: list[str], column_px: float = COLUMN_PX,
-                      min_px: float = MIN_FIGURE_TEXT_PX) -> list[str]:
+                      min_px: float = MIN_FIGURE_TEXT_PX, window: int | None = None) -> list[str]:
     """Text in a figure smaller than `min_px` at the column width: the SVG's font size times the
-    scale it is drawn at."""
+    scale it is drawn at. `window`: the window width that column belongs to, for the message."""
     problems: list[str] = []
     for name, where in sorted(_figures_of(html_dir, pages).items()):
         svg = html_dir / name
@@ -527,7 +532,8 @@ def figure_text_check(html_dir: Path, pages: list[str], column_px: float = COLUM
         if small:
             count, sizes, samples = small
             problems.append(f"{name} (on {', '.join(sorted(set(where)))}): {count} text(s) "
-                            f"smaller than {min_px:g} px at the {column_px:.0f} px column "
+                            f"smaller than {min_px:g} px at the {column_px:.0f} px column"
+                            f"{f' of a {window} px window' if window else ''} "
                             f"(drawn at {scale:.0%}; sizes {sizes} px): {samples}")
     return problems
 
@@ -616,12 +622,8 @@ def link_check(html_dir: Path) -> LinkReport:
 # all, 723 px), and a narrow window (a split screen, where book.css folds the sidebar away).
 # Screenshots are taken at the first.
 WIDTHS = (1400, 1920, 1200, 1000, 900)
-NARROW_WIDTH = 900  # the no-browser estimate's narrow window
-# Figure text, as drawn in the page, at these window widths and at least this many px: 12 px, the
-# figures' own smallest size (docs/pictures/svgfig.py), wherever the column is as wide as a figure
-# (820 px): at 1400, 1920, 1200 and 900 px; and at 1000 px, the narrowest window with the
-# sidebar, whose 740 px column draws an 820 px figure at 90%, 10.5 px.
-FIGURE_TEXT_MIN_PX = {1400: 12, 1920: 12, 1200: 12, 1000: 10.5, 900: 12}
+# Figure text, as drawn in the page, is measured at every one of these widths and must be at least
+# MIN_FIGURE_TEXT_PX (11 px) at each: the narrowest column (1000 px) is the one that decides.
 WINDOW_HEIGHT = 900
 MAX_SHOT_HEIGHT = 16000  # taller pages are cut at this height in their full-page screenshot
 
@@ -1093,16 +1095,7 @@ def browser_check(html_dir: Path, pages: list[str], shots_dir: Path,
                             seen.add(key)
                             result.problems.append(f"at {width} px: {p}")
                             result.layout += 1
-                    if width in FIGURE_TEXT_MIN_PX:
-                        found = _figure_text(driver, width, FIGURE_TEXT_MIN_PX[width])
-                        result.problems += found
-                        result.figure_text += len(found)
-                for width in sorted(set(FIGURE_TEXT_MIN_PX) - set(WIDTHS)):
-                    driver.set_window_size(width, WINDOW_HEIGHT)
-                    driver.execute_async_script(
-                        "const done = arguments[arguments.length - 1];"
-                        "window.dispatchEvent(new Event('resize')); setTimeout(done, 300);")
-                    found = _figure_text(driver, width, FIGURE_TEXT_MIN_PX[width])
+                    found = _figure_text(driver, width, MIN_FIGURE_TEXT_PX)
                     result.problems += found
                     result.figure_text += len(found)
                 result.problems += _log_problems(driver)
@@ -1196,31 +1189,25 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
             layout += r.layout
         print(f"  layout problems: {layout}")
         small = sum(r.figure_text for r in results)
-        at = ", ".join(f"{w} px: {m:g}" for w, m in FIGURE_TEXT_MIN_PX.items())
-        print(f"  figure text as drawn in the page, at least ({at}): "
+        at = ", ".join(f"{w}" for w in WIDTHS)
+        print(f"  figure text as drawn in the page, at least {MIN_FIGURE_TEXT_PX} px at {at} px: "
               f"{'ok' if not small else f'{small} figure(s) too small'}")
         print(f"  screenshots ({WIDTHS[0]} px): {shots_dir} (whole pages), "
               f"{shots_dir / 'elements'} (test tables, figures, the widest snippet of each page)")
     if not browser:
-        # Without a browser, the SVG files' own sizes at the column widths the browser would
-        # measure; the browser's FIGURE_TEXT check, above, replaces this estimate.
-        column, narrow_column = COLUMN_PX, NARROW_COLUMN_PX
-        print(f"== Figure text at the column width ({column} px; at least {MIN_FIGURE_TEXT_PX} px)")
-        problems = figure_text_check(html_dir, [f for f, _ in book_pages(html_dir)], column)
-        for p in problems:
-            print(f"  FAIL {p}")
-        if not problems:
-            print(f"  ok: every text of every figure is at least {MIN_FIGURE_TEXT_PX} px at the column")
-        count += len(problems)
-        print(f"== Figure text at a {NARROW_WIDTH} px window ({narrow_column} px column; at least "
-              f"{MIN_FIGURE_TEXT_PX_NARROW} px)")
-        problems = figure_text_check(html_dir, [f for f, _ in book_pages(html_dir)], narrow_column,
-                                     MIN_FIGURE_TEXT_PX_NARROW)
-        for p in problems:
-            print(f"  FAIL {p}")
-        if not problems:
-            print(f"  ok: every text of every figure is at least {MIN_FIGURE_TEXT_PX_NARROW} px there")
-        count += len(problems)
+        # Without a browser, the SVG files' own sizes at the column of every window width the
+        # browser would measure; the browser's FIGURE_TEXT check, above, replaces this estimate.
+        pages = [f for f, _ in book_pages(html_dir)]
+        for width in WIDTHS:
+            column = COLUMN_AT[width]
+            print(f"== Figure text at a {width} px window ({column} px column; at least "
+                  f"{MIN_FIGURE_TEXT_PX} px)")
+            problems = figure_text_check(html_dir, pages, column, window=width)
+            for p in problems:
+                print(f"  FAIL {p}")
+            if not problems:
+                print(f"  ok: every text of every figure is at least {MIN_FIGURE_TEXT_PX} px there")
+            count += len(problems)
     return count
 
 

@@ -60,10 +60,7 @@ def paged_kv() -> Figure:
             f.arrow(230, ry + row_h / 2, 300, ry + row_h / 2, color=hue.ink)
             f.arrow(410, ry + row_h / 2, 520, pool.cy(block), color=hue.ink, bend=1)
         y += (len(table) + 1) * row_h + 22
-    f.text(10, 300, "A cell of the pool is one token's key and value rows. Request B began "
-           "with the same four prompt tokens as A,", size=SIZE_SMALL, fill=MUTED)
-    f.text(10, 316, "so both tables name block 7; each request leaves at most one partly "
-           "filled block.", size=SIZE_SMALL, fill=MUTED)
+    # What a cell holds and why both tables name block 7: the caption under the figure.
     return f
 
 

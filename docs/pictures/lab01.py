@@ -17,9 +17,9 @@ def slots() -> Figure:
     tx, tw = 190, 44
     f.text(10, 57, "logical tokens", size=SIZE_TITLE, weight="bold")
     toks = f.grid(tx, 40, 1, SEQ_LEN, tw, 34,
-                  lambda r, c: (str(c), hue(c // BLOCK_SIZE)), size=12,
+                  lambda r, c: (str(c), hue(c // BLOCK_SIZE)), size=SIZE_SMALL,
                   col_labels=None)
-    f.text(tx + SEQ_LEN * tw + 10, 57, "t", size=12, fill=MUTED, italic=True)
+    f.text(tx + SEQ_LEN * tw + 10, 57, "t", size=SIZE_SMALL, fill=MUTED, italic=True)
 
     # The block table: entry j under the middle of logical block j.
     f.text(10, 134, "block_table", size=SIZE_TITLE, weight="bold", mono=True)
@@ -29,7 +29,7 @@ def slots() -> Figure:
         cx = (toks.left(first) + toks.right(last)) / 2
         centres.append(cx)
         f.box(cx - 45, 120, 90, 28, f"[{j}] = {block}", fill=hue(j).fill, stroke=hue(j).ink,
-              rx=0, mono=True, size=12)
+              rx=0, mono=True, size=SIZE_SMALL)
         f.arrow(cx, toks.bottom(0), cx, 119, color=hue(j).ink)
 
     # The pool: NUM_BLOCKS blocks of BLOCK_SIZE rows, drawn left to right.
@@ -63,13 +63,11 @@ def slots() -> Figure:
     slot = BLOCK_TABLE[j] * BLOCK_SIZE + o
     f.rect(toks.left(t), toks.top(0), tw, 34, stroke=INK, sw=2.5)
     f.rect(pool.left(slot), pool.top(0), cw, 28, stroke=INK, sw=2.5)
-    f.text(10, 284, f"token {t}:  logical block ⌊{t} / {BLOCK_SIZE}⌋ = {j},  "
-           f"block_table[{j}] = {BLOCK_TABLE[j]},  offset {t} mod {BLOCK_SIZE} = {o}   →   "
-           f"slot {BLOCK_TABLE[j]} · {BLOCK_SIZE} + {o} = {slot}", size=12.5, mono=True)
-    y = f.paragraph(10, 310, "Block b is rows 4b … 4b + 3 of the pool. ×: the two unused rows of "
-                    "the last block; they hold no token of this sequence, and the tests fill them "
-                    "with NaN or 10⁶.", fill=MUTED)
-    f.height = max(f.height, y)
+    f.text(10, 284, f"token {t}: logical block ⌊{t} / {BLOCK_SIZE}⌋ = {j}, "
+           f"block_table[{j}] = {BLOCK_TABLE[j]}, offset {t} mod {BLOCK_SIZE} = {o} → "
+           f"slot {BLOCK_TABLE[j]} · {BLOCK_SIZE} + {o} = {slot}", size=SIZE_SMALL, mono=True)
+    # Which rows a block is, and what the unused rows (×) hold: the caption under the figure.
+    f.height = 302
     return f
 
 

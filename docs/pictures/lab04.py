@@ -16,14 +16,14 @@ def slot_of(blocks: list[int], position: int) -> int:
 
 def masks() -> Figure:
     cases = [  # (title, cached, new)
-        ("a fresh prefill: c = 0, n = 6", 0, 6),
-        ("a decode: c = 8, n = 1", 8, 1),
-        ("a chunk: c = 5, n = 4", 5, 4),
+        ("prefill: c = 0, n = 6", 0, 6),
+        ("decode: c = 8, n = 1", 8, 1),
+        ("chunk: c = 5, n = 4", 5, 4),
     ]
-    f = Figure(820, 284, "Causal masks anchored bottom-right",
+    f = Figure(820, 250, "Causal masks anchored bottom-right",
                "Score matrices of n queries by L = c + n keys: query i sees key j when "
                "j <= L - n + i.")
-    cw = 22
+    cw = 26
     x = 36
     for title, c, n in cases:
         L = c + n
@@ -33,19 +33,15 @@ def masks() -> Figure:
             return ("", VISIBLE) if j <= L - n + i else ("", MASKED)
         g = f.grid(x, 58, n, L, cw, cw, cell, row_labels=[f"q{i}" for i in range(n)],
                    col_labels=[str(j) for j in range(L)], stroke="#ffffff")
-        f.text(x + g.width / 2, 38, "keys j", size=SIZE_SMALL, anchor="middle", fill=MUTED)
+        f.text(x + g.width / 2, 33, "keys j", size=SIZE_SMALL, anchor="middle", fill=MUTED)
         if c:
             f.brace(g.left(0), g.right(c - 1), g.bottom(n - 1) + 4, f"history: {c} keys")
             if n > 1:
-                f.brace(g.left(c), g.right(L - 1), g.bottom(n - 1) + 4, "the chunk itself")
-        x += g.width + 80
-    f.legend(10, 226, [(VISIBLE, "attended"), (MASKED, "masked (−∞ before the softmax)")])
-    y = f.paragraph(10, 252, "Query i sits at position L − n + i and sees keys 0 … L − n + i: "
-                    "the last query always sees every key. A mask anchored top-left (j ≤ i) is "
-                    "right only for the fresh prefill. A flag is_causal = (n == L) is right for the "
-                    "prefill (the top-left mask) and the decode (one query, no mask), but not for "
-                    "the chunk, whose queries start L − n keys in.", fill=MUTED)
-    f.height = max(f.height, y)
+                f.brace(g.left(c), g.right(L - 1), g.bottom(n - 1) + 4, "the chunk")
+        x += g.width + 60
+    f.legend(10, 234, [(VISIBLE, "attended"), (MASKED, "masked (−∞ before the softmax)")])
+    # Which keys query i sees: the caption; why the other anchors fail: the chapter under it.
+    f.height = 250
     return f
 
 
@@ -55,7 +51,7 @@ def packed_q() -> Figure:
     f = Figure(820, 290, "The packed batch: rows of q split by cu_seqlens_q",
                "Seven new tokens packed into one matrix; cu_seqlens_q = [0, 1, 7] says which "
                "rows are whose; seq_lens_kv = [7, 11] says how many keys each reads.")
-    qx, qy, rh, qw = 170, 56, 26, 130
+    qx, qy, rh, qw = 180, 56, 26, 130
     f.text(qx + qw / 2, 22, "q  [total_new = 7, H · D]", size=SIZE, anchor="middle",
            weight="bold", mono=True)
     row = 0
@@ -78,8 +74,8 @@ def packed_q() -> Figure:
             f.rect(kx + j * kw, ky, kw, 26, fill=fill, stroke=h.ink, sw=1)
             f.text(kx + j * kw + kw / 2, ky + 13, str(j), size=SIZE_SMALL, anchor="middle",
                    mono=True)
-        f.text(kx, ky + 40, f"seq_lens_kv[{s}] = {L}: {cached} cached + {new} new "
-               f"(set_kv writes)", size=SIZE_SMALL, fill=h.ink)
+        f.text(kx, ky + 40, f"seq_lens_kv[{s}] = {L}: {cached} cached + {new} new",
+               size=SIZE_SMALL, fill=h.ink)
         f.arrow(qx + qw + 8, (top + bottom) / 2, kx - 8, ky + 13, color=h.ink)
     f.rect(qx, qy, qw, row * rh, stroke=INK, sw=1)
     for s, at in enumerate(cu):
@@ -87,9 +83,8 @@ def packed_q() -> Figure:
         f.line(qx - 16, y, qx, y, stroke=INK, sw=1.5)
         f.text(qx - 20, y, f"cu_seqlens_q[{s}] = {at}", size=SIZE_SMALL, anchor="end",
                mono=True)
-    y = f.paragraph(10, 276, "Request b owns rows cu_seqlens_q[b] … cu_seqlens_q[b+1] − 1 of q "
-                    "and of the output: a prefix sum of the new tokens only.", fill=MUTED)
-    f.height = max(f.height, y)
+    # Which rows request b owns: the caption under the figure.
+    f.height = 262
     return f
 
 
@@ -104,7 +99,7 @@ def pool_views() -> Figure:
                "The same 96 numbers seen as [num_slots, H_kv * D] and as "
                "[num_blocks, block_size, H_kv, D]; slot 9 is row 1 of block 2 in both.")
     width = H_KV * D
-    cw, ch = 24, 15
+    cw, ch = 28, 17
     fx, fy = 86, 58
     f.text(10, 14, "flat view: [num_slots = 16, H_kv · D = 6]", size=SIZE, weight="bold",
            mono=True)
@@ -128,32 +123,29 @@ def pool_views() -> Figure:
     bx, by = 420, 58
     f.text(bx - 20, 14, "block view: [4 blocks, 4 rows, H_kv = 2, D = 3]",
            size=SIZE, weight="bold", mono=True)
-    tile_w = width * cw + 14
+    tw = 24  # a cell of the block view: no column labels to hold, so narrower than the flat view's
+    tile_w = width * tw + 14
     for b in range(NUM_BLOCKS):
-        tx = bx + (b % 2) * (tile_w + 60)
+        tx = bx + (b % 2) * (tile_w + 50)
         ty = by + (b // 2) * 120
         f.text(tx + tile_w / 2, ty - 10, f"[{b}]  physical block {b}", size=SIZE_SMALL,
                anchor="middle", fill=hue(b).ink, weight="bold")
         for o in range(BLOCK_SIZE):
             for h in range(H_KV):
                 for d in range(D):
-                    x = tx + h * (D * cw + 14) + d * cw
+                    x = tx + h * (D * tw + 14) + d * tw
                     y = ty + o * ch
-                    f.rect(x, y, cw, ch, fill=hue(b).fill, stroke="#ffffff", sw=1.5)
+                    f.rect(x, y, tw, ch, fill=hue(b).fill, stroke="#ffffff", sw=1.5)
             f.text(tx - 6, ty + (o + 0.5) * ch, f"[{o}]", size=SIZE_SMALL, anchor="end", fill=MUTED)
         for h in range(H_KV):
-            f.text(tx + h * (D * cw + 14) + D * cw / 2, ty + BLOCK_SIZE * ch + 10, f"head {h}",
+            f.text(tx + h * (D * tw + 14) + D * tw / 2, ty + BLOCK_SIZE * ch + 10, f"head {h}",
                    size=SIZE_SMALL, anchor="middle", fill=MUTED)
         if b == eb:
             f.rect(tx, ty + eo * ch, tile_w, ch, stroke=INK, sw=2.5)
             ex, ey = tx, ty + (eo + 0.5) * ch
     f.arrow(g.right(width - 1) + 60, g.cy(EXAMPLE_SLOT), ex - 26, ey, color=INK, bend=1)
-    y = f.paragraph(10, 318, f"slot {EXAMPLE_SLOT} = block {eb} · {BLOCK_SIZE} + row {eo}: the "
-                    f"flat row {EXAMPLE_SLOT} is block_view[{eb}][{eo}], element (h, d) at offset "
-                    f"(({eb} · {BLOCK_SIZE} + {eo}) · {H_KV} + h) · {D} + d in both. A write "
-                    "indexes the flat view with slot numbers; indexing the block view with them "
-                    "would pick block 9, not row 1 of block 2.", fill=MUTED)
-    f.height = max(f.height, y)
+    # The offset of slot 9's elements, and what a slot number does to the block view: the caption.
+    f.height = 344
     return f
 
 

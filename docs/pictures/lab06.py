@@ -60,14 +60,11 @@ def grid() -> Figure:
                              "blockIdx.z: the partition"],
             size=SIZE_SMALL, anchor="start", fill=MUTED, gap=1.6)
     y_legend = y0 + h * len(SEQ_LENS) + 28
-    f.legend(x0, y_legend, [(STATE, "writes its partial (m, denom, acc) for the reduce"),
-                            (DIRECT, "the only partition: writes out itself")])
-    f.legend(x0, y_legend + 22, [(FREE, "past the sequence's end: returns before any read "
-                                        "or write")])
-    y = f.paragraph(x0, y_legend + 50, f"max_num_partitions = ceil(max_seq_len / {PARTITION_SIZE}) = "
-                    f"{MAX_NUM_PARTITIONS}; each block reads at most {PARTITION_SIZE} tokens of one "
-                    "kv head", fill=MUTED)
-    f.height = max(f.height, y)
+    f.legend(x0, y_legend, [(STATE, "writes its partial (m, denom, acc) for the reduce")])
+    f.legend(x0, y_legend + 22, [(DIRECT, "the only partition: writes out itself"),
+                                 (FREE, "past the end: no read, no write")])
+    # max_num_partitions and the P tokens a block reads at most: in the caption.
+    f.height = y_legend + 36
     return f
 
 
@@ -95,7 +92,7 @@ def scratch() -> Figure:
     f.lines(40, y0 + ch * len(SEQ_LENS) + 26, ["each [num_seqs, num_heads,",
                                                 " max_num_partitions] float32"],
             size=SIZE_SMALL, anchor="start", fill=MUTED, mono=True)
-    tx, row_w, row_h = 430, 340, 13
+    tx, row_w, row_h = 430, 340, 15
     f.text(tx + row_w / 2, y0 - 34, "tmp_out", size=SIZE, anchor="middle", weight="bold",
            mono=True)
     f.text(tx + row_w / 2, y0 - 18, "acc = Σₜ exp(sₜ − m) · vₜ, undivided", size=SIZE_SMALL,
@@ -113,13 +110,9 @@ def scratch() -> Figure:
     f.text(tx, y + 4, "d = 0, 1, …, head_size − 1 →", size=SIZE_SMALL, fill=MUTED)
     f.text(812, y + 22, "[num_seqs, num_heads, max_num_partitions, head_size] float32",
            size=SIZE_SMALL, fill=MUTED, mono=True, anchor="end")
-    y = f.paragraph(10, 270, "entry (b, h, p) sits at (b · num_heads + h) · max_num_partitions "
-                    "+ p; tmp_out multiplies that by head_size and adds d.")
-    y = f.paragraph(10, y + 2, "The partition extent is max_num_partitions for every sequence. A "
-                    "one-partition sequence (b1) and the partitions past a sequence's own count "
-                    "(b1 p1, b1 p2, b2 p2) are never written and never read: whatever a previous "
-                    "step left there stays.", fill=MUTED)
-    f.height = max(f.height, y)
+    # Where entry (b, h, p) sits is the chapter's formula under the figure; which entries stay
+    # unwritten, the caption.
+    f.height = y + 36
     return f
 
 
@@ -159,7 +152,7 @@ def reduce() -> Figure:
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
     f.arrow(centre - 80, wy - 1, 205, sy + 41, color=STATE.ink)
     f.arrow(centre + 80, wy - 1, 615, sy + 41, color=STATE.ink)
-    f.box(centre - 110, 24, 220, 28, "out[b, h, d] = acc[d] / denom", fill="#ffffff",
+    f.box(centre - 125, 24, 250, 28, "out[b, h, d] = acc[d] / denom", fill="#ffffff",
           stroke=INK, size=SIZE_SMALL, mono=True)
     f.arrow(205, sy - 1, centre - 60, 53, color=INK)
     f.arrow(615, sy - 1, centre + 60, 53, color=INK)
@@ -176,9 +169,8 @@ def reduce() -> Figure:
     f.text(rail_right - 6, sy + 58, "accₚ", size=SIZE_SMALL, anchor="end")
     f.text(centre, bus_y + 16, "mₚ goes to the max; denomₚ and accₚ go to the sums, "
            "scaled there by βₚ", size=SIZE_SMALL, anchor="middle")
-    y = f.paragraph(10, bus_y + 40, "The same partition order and the same trees on every run: the "
-                    "result does not depend on which attention block finished first.", fill=MUTED)
-    f.height = max(f.height, y)
+    # Why the result is the same on every run: in the caption.
+    f.height = bus_y + 30
     return f
 
 
@@ -202,7 +194,7 @@ def measured() -> Figure:
                "over the same buffers in the same run, and v2's target where it is a fraction "
                "of the yardstick.")
     x0 = 230
-    scale = h100.gbps_scale(f, x0, 560, 40 + row_h * len(BATCHES))
+    scale = h100.gbps_scale(f, x0, f.width - x0 - h100.LABEL_ROOM - 20, 40 + row_h * len(BATCHES))
     for i, (seqs, tokens, heads, kv, target) in enumerate(BATCHES):
         shape = (seqs, tokens, heads, kv)
         y = 42 + row_h * i
@@ -215,8 +207,8 @@ def measured() -> Figure:
                 return (style, None, "", missing, bold)
             return (style, figure[0], f"{figure[0]:,.0f}  ({figure[1]:.0f}%)", "", bold)
         h100.batch_bars(f, x0, scale, y, read[shape][0], target, [
-            bar(WARPS[0], v1.get(shape), "v1: the logits do not fit in shared memory"),
-            bar(WARPS[3], v2.get(shape), "v2: 107% of this run's read, refused (the text says why)",
+            bar(WARPS[0], v1.get(shape), "v1: logits too big for shared memory"),
+            bar(WARPS[3], v2.get(shape), "v2: 107% of the read, refused (see the text)",
                 bold=True)])
     y = 62 + row_h * len(BATCHES)
     end = f.legend(10, y, [(WARPS[0], "v1 (lab 05)"), (WARPS[3], "v2 (this lab)"),
@@ -233,8 +225,6 @@ def measured() -> Figure:
 
 LOOP_SEQ_LEN = 1180
 LOOP_BLOCK_SIZE = 16
-LOOP_HEAD_SIZE = 128
-LOOP_ELEM_BYTES = 2  # float16
 NUM_WARPS = NUM_THREADS // 32
 LOOP_PARTITION = num_partitions(LOOP_SEQ_LEN) - 1
 LOOP_TOKENS = LOOP_SEQ_LEN - LOOP_PARTITION * PARTITION_SIZE
@@ -314,16 +304,9 @@ def key_loop() -> Figure:
     phase("Step 5: each warp's values at block_ids[i], no table load; Step 6: its rows → warp_rows")
     sync("every warp's rows visible: the one barrier of the cross-warp sum")
     phase("Step 7: thread θ adds element θ (and θ + 128) of the four rows → a contiguous tmp_out row")
-    in_flight = LOOP_BLOCK_SIZE * LOOP_HEAD_SIZE * LOOP_ELEM_BYTES
-    y = f.paragraph(10, y + 18,
-                    f"Each row of Step 3: a warp's loads of block i + {NUM_WARPS} (dashed, into "
-                    "next_keys) are on their way while it computes block i's dot products on "
-                    f"keys; then keys = next_keys. So one cache block's keys, {LOOP_BLOCK_SIZE} "
-                    f"tokens × {LOOP_HEAD_SIZE} × {LOOP_ELEM_BYTES} B = {in_flight // 1024} KiB, "
-                    f"are in flight per warp, {NUM_WARPS * in_flight // 1024} KiB per thread "
-                    "block. Every load takes its block's id from block_ids in shared memory; "
-                    "in lab 05 a read of the block table waited in front of each one.", fill=MUTED)
-    f.height = y
+    # How many bytes are in flight, and why no table read waits in front of a load: the caption
+    # says it once (16 tokens × 128 × 2 B = 4 KiB per warp, 16 KiB per thread block).
+    f.height = y + 6
     return f
 
 

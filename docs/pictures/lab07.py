@@ -3,7 +3,7 @@ times, vLLM V1's flash layout against V0's, the tile picture (which warp holds w
 columns of Q, K, S, W, V and O), the tile loop's barriers and loads in flight, and the H100
 figures the kernel is measured against (docs/figures/gpu/)."""
 import h100
-from svgfig import (INK, MUTED, NOTE_SIZE, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
+from svgfig import (INK, MUTED, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
                     WARPS, Figure, hue, mix, text_width)
 
 # The example most pictures draw: 32 query heads over 4 kv heads (a group of 8), head_size 128,
@@ -11,9 +11,7 @@ from svgfig import (INK, MUTED, NOTE_SIZE, POISON, RULE, SIZE, SIZE_SMALL, SIZE_
 NUM_HEADS, NUM_KV_HEADS, HEAD_SIZE = 32, 4, 128
 GROUP = NUM_HEADS // NUM_KV_HEADS
 NUM_WARPS, WMMA, TILE_ROWS = 4, 16, 16
-TILE_TOKENS = NUM_WARPS * WMMA
 ROW_THREADS = NUM_WARPS * 32 // TILE_ROWS
-MAX_TABLE_ENTRIES = 8192 // 16  # kMaxPartitionSize / the smallest block size
 
 
 # ---- why v1 reads each kv byte G times -----------------------------------------------------------
@@ -44,16 +42,16 @@ def gqa_reads() -> Figure:
                            stroke=mix(WARPS[0].ink, "#ffffff", 0.35), sw=0.9, arrow=k == 1)
             f.text(x0 + 200, 30, "8 thread blocks, query heads 8-15", size=SIZE_SMALL,
                    anchor="middle", fill=MUTED)
-            f.text(x0 + 200, 286, "every byte loaded 8 times: bytes moved = 8 × bytes counted",
+            f.text(x0 + 200, 286, "each byte loaded 8 times: 8 × the bytes counted",
                    size=SIZE_SMALL, anchor="middle", fill=POISON.ink, weight="bold")
         else:
-            f.box(x0 + 100, 40, 200, 60, ["1 block per partition",
+            f.box(x0 + 85, 40, 230, 60, ["1 block per partition",
                                           "a tile of 8 rows: heads 8-15"],
                   fill=WARPS[2].fill, stroke=WARPS[2].ink, size=SIZE_SMALL)
             for k in range(4):
                 f.line(x0 + 200, 102, x0 + 65 + 90 * k, cy - 2, stroke=WARPS[2].ink, sw=1.2,
                        arrow=True)
-            f.text(x0 + 200, 286, "every byte loaded once, used by 8 rows of the tile",
+            f.text(x0 + 200, 286, "each byte loaded once, used by all 8 rows",
                    size=SIZE_SMALL, anchor="middle", fill=WARPS[2].ink, weight="bold")
     f.line(410, 24, 410, 292, stroke=RULE, sw=1, dash="3 3")
     return f
@@ -94,7 +92,7 @@ def layouts() -> Figure:
             size=SIZE_SMALL, anchor="start", fill=MUTED)
     # Flash: cache[block] = [tokens, heads, dims]
     y1 = 130
-    f.text(10, y1 - 20, "V1 flash (this lab): key_cache[block] and value_cache[block] are "
+    f.text(10, y1 - 20, "V1 flash (this lab): key_cache[block], value_cache[block] = "
            "[block_size, num_kv_heads, head_size]", size=SIZE, weight="bold")
     order_fl = [(t, h, c) for t in range(tokens) for h in range(heads) for c in range(chunks)]
     g = f.grid(x0, y1, 1, len(order_fl), cell_w, cell_h,
@@ -103,7 +101,7 @@ def layouts() -> Figure:
     for t in range(tokens):
         a = g.left(t * heads * chunks)
         f.brace(a + 2, a + heads * chunks * cell_w - 2, y1 + cell_h + 2,
-                f"token {t}: its {heads} heads, one run")
+                f"token {t}: {heads} heads")
     # What kv head 0's thread block reads.
     y2 = y1 + cell_h + 44
     f.text(10, y2, "the rows kv head 0's thread block loads from this block:", size=SIZE_SMALL,
@@ -117,33 +115,12 @@ def layouts() -> Figure:
         if t + 1 < tokens:
             f.arrow(a + chunks * cell_w + 4, y2 + 21, g.left((t + 1) * heads * chunks) - 4,
                     y2 + 21, color=MUTED, sw=1)
-    y = f.paragraph(10, y2 + 52, "A row of one kv head is head_size contiguous elements (256 B "
-                    "at head_size 128): 16 threads × 16-byte loads, whole 32-byte sectors. "
-                    "Consecutive rows are num_kv_heads × head_size elements apart: the token "
-                    "stride of this layout. K and V share it, unsplit, untransposed. vLLM "
-                    "allocates both as one tensor [2, num_blocks, block_size, num_kv_heads, "
-                    "head_size]; FlashInfer calls this order NHD.", fill=MUTED, size=NOTE_SIZE)
-    f.height = max(f.height, y)
+    # What a row costs to load, the token stride and how vLLM allocates K and V: the caption.
+    f.height = y2 + 40
     return f
 
 
 # ---- the tile picture -----------------------------------------------------------------------------
-
-def _shared_bytes(head_size):
-    """The dynamic shared memory of one thread block as SharedLayout (gqa_decode.hpp) lays it
-    out: 16-byte row pads (32 for the scores), each piece 128-byte aligned, the ring of stages."""
-    def align(n):
-        return (n + 127) // 128 * 128
-    stages = 3 if head_size <= 128 else 2
-    tile = align(TILE_TOKENS * (head_size + 8) * 2)
-    return {"q": align(TILE_ROWS * (head_size + 8) * 2),
-            f"ring {stages} × (K + V)": 2 * stages * tile,
-            "S": align(TILE_ROWS * (TILE_TOKENS + 8) * 4),
-            "W": align(TILE_ROWS * (TILE_TOKENS + 8) * 2),
-            "acc": align(TILE_ROWS * (head_size + 4) * 4),
-            "row_alpha, block-table slice, flag, alignment":
-                align(TILE_ROWS * 4) + align(MAX_TABLE_ENTRIES * 4) + align(4) + 128 - 16}
-
 
 def _tile(f, x, y, rows, cols, cw, ch, name, shape, owner, label, row_labels=None):
     """A matrix drawn as 16x16 wmma tiles: owner(r, c) -> warp (or None), label(r, c) -> text."""
@@ -185,14 +162,9 @@ def tiles() -> Figure:
     sx = kg.x + kg.width + 30
     _tile(f, sx, y, 2, NUM_WARPS, 44, hh, "S (scores)", "[16, 64] float",
           lambda r, c: c, lambda r, c: f"t{16 * c}+" if r == 0 else "")
-    yn = f.paragraph(10, kg.y + kg.height + 34, "Warp ω: for c = 0 … 7, mma_sync(s, Q[:, 16c …], "
-                     "Kᵀ[16c …, 16ω …]). The key tile lies in shared memory as [64 tokens, "
-                     f"{HEAD_SIZE}] row-major; read col_major, its rows 16ω … 16ω + 15 are "
-                     "exactly Kᵀ's columns 16ω … 16ω + 15, so no transpose is ever stored. Each "
-                     "warp stores its 16 columns of S; rows 8-15 come out 0 (zero queries).",
-                     fill=MUTED, size=NOTE_SIZE)
+    # What each warp computes, step by step, is said once: in the caption under the figure.
     # The softmax: rows to threads, all 16 rows.
-    y2 = yn + 40
+    y2 = kg.y + kg.height + 62
     f.text(10, y2 - 22, "softmax: row r of S and W belongs to threads 8r … 8r + 7 (lanes of "
            "one warp), 8 columns each", size=SIZE, weight="bold")
     rg = f.grid(96, y2, 1, TILE_ROWS, 44, 28,
@@ -202,12 +174,8 @@ def tiles() -> Figure:
     for w in range(NUM_WARPS):
         f.brace(rg.left(4 * w) + 2, rg.right(4 * w + 3) - 2, rg.y + rg.height + 3,
                 f"warp {w}: threads {32 * w}–{32 * w + 31}")
-    yn = f.paragraph(10, rg.y + rg.height + 40, "Each row is one query head: its max m, sum "
-                     "denom and row_alpha = exp(m_old − m_new) are its own, reduced over its 8 "
-                     "lanes (masks 4, 2, 1). Rows 8-15 (pale) are padding: computed like the "
-                     "others, never written out.", fill=MUTED, size=NOTE_SIZE)
     # W · V = acc
-    y3 = yn + 46
+    y3 = rg.y + rg.height + 74
     # The padding rows of W are not 0: a zero query scores 0 on every key, so its weights are
     # e^0 = 1 on the real tokens; they are computed and never written out.
     pg = _tile(f, 116, y3, 2, NUM_WARPS, 44, hh, "W (tiles.p)", "[16, 64] 16-bit",
@@ -224,20 +192,8 @@ def tiles() -> Figure:
     ox = vg.x + vg.width + 30
     _tile(f, ox, y3, 2, qk_steps, 26, hh, "acc (tiles.o)", f"[16, {HEAD_SIZE}] float",
           lambda r, c: c // o_tiles, lambda r, c: f"w{c // o_tiles}" if r == 0 else "")
-    yn = f.paragraph(10, vg.y + vg.height + 22, f"Warp ω owns acc's columns "
-                     f"{HEAD_SIZE // NUM_WARPS}ω … {HEAD_SIZE // NUM_WARPS}ω + "
-                     f"{HEAD_SIZE // NUM_WARPS - 1} ({o_tiles} tiles): it scales their rows by "
-                     "row_alpha in shared memory, loads them as accumulators, adds the 4 "
-                     "products W[:, 16u …] · V[16u …, its columns], u = 0 … 3, and stores them "
-                     "back. Every warp reads all of W; the value tile sits beside its keys in "
-                     "the same stage of the ring.", fill=MUTED, size=NOTE_SIZE)
-    sizes = _shared_bytes(HEAD_SIZE)
-    yn = f.paragraph(10, yn + 6, f"Shared memory at head_size {HEAD_SIZE}, rows padded by 16 "
-                     "bytes (S: 32): " + ", ".join(f"{k} {v / 1024:.2f}".rstrip("0").rstrip(".") + " KiB"
-                                                   for k, v in sizes.items()) +
-                     f": {sum(sizes.values()) / 1024:.1f} KiB per thread block.",
-                     fill=MUTED, size=NOTE_SIZE)
-    f.height = yn
+    # The shared memory these tiles take is the chapter's table after the figure.
+    f.height = vg.y + vg.height + 14
     return f
 
 
@@ -264,13 +220,13 @@ BARRIERS = {0: "(K) every thread's copies of K j landed and visible",
 def loop() -> Figure:
     row_h, bar_h = 34, 22
     top = 50
-    height = top + len(LOOP) * row_h + len(BARRIERS) * bar_h + 46
+    height = top + len(LOOP) * row_h + len(BARRIERS) * bar_h + 10
     f = Figure(820, height, "One tile of the loop",
                "Top to bottom: the steps of tile j, the four barriers and what each protects, "
                "the asynchronous copies still in flight, and what the ring's three stages hold.")
     f.text(10, 16, "what the 128 threads do (tile j)", size=SIZE_TITLE, weight="bold")
     f.text(460, 16, "copies in flight", size=SIZE_TITLE, weight="bold")
-    f.text(610, 16, "stages j, j+1, j+2", size=SIZE_TITLE, weight="bold")
+    f.text(600, 16, "stages j, j+1, j+2", size=SIZE_TITLE, weight="bold")
     y = top
     for i, (what, flight, holds) in enumerate(LOOP):
         two = len(what) >= 60  # the long step on two lines, centred on the row together
@@ -278,13 +234,13 @@ def loop() -> Figure:
                what[:what.index(";") + 1] if two else what, size=SIZE_SMALL)
         if two:
             f.text(44, y + row_h / 2 + 7, what[what.index(";") + 2:], size=SIZE_SMALL)
-        f.rect(460, y + 4, 140, row_h - 8, fill=STATE.fill, stroke=STATE.ink, sw=1)
-        f.text(530, y + row_h / 2, flight, size=SIZE_SMALL, anchor="middle")
+        f.rect(458, y + 4, 136, row_h - 8, fill=STATE.fill, stroke=STATE.ink, sw=1)
+        f.text(526, y + row_h / 2, flight, size=SIZE_SMALL, anchor="middle")
         for j, h in enumerate(holds):
             kind = WARPS[0] if h.startswith("K j") else WARPS[2] if h.startswith(("V j", "K/V j")) \
                 and j == 0 else STATE
-            f.rect(610 + 70 * j, y + 4, 66, row_h - 8, fill=kind.fill, stroke=kind.ink, sw=1)
-            f.text(643 + 70 * j, y + row_h / 2, h, size=SIZE_SMALL, anchor="middle")
+            f.rect(600 + 72 * j, y + 4, 70, row_h - 8, fill=kind.fill, stroke=kind.ink, sw=1)
+            f.text(635 + 72 * j, y + row_h / 2, h, size=SIZE_SMALL, anchor="middle")
         y += row_h
         if i in BARRIERS:
             f.line(10, y + bar_h / 2, 810, y + bar_h / 2, stroke="#c0392b", sw=1.6, dash="7 4")
@@ -315,7 +271,7 @@ def targets() -> Figure:
                "this lab's kernel and FlashAttention through PyTorch, the read yardstick of the same "
                "bytes, and this lab's target as a fraction of the yardstick.")
     x0 = 230
-    scale = h100.gbps_scale(f, x0, 560, 40 + row_h * len(SHAPES))
+    scale = h100.gbps_scale(f, x0, f.width - x0 - h100.LABEL_ROOM - 20, 40 + row_h * len(SHAPES))
     for i, (seqs, tokens, heads, kv, target) in enumerate(SHAPES):
         shape = (seqs, tokens, heads, kv)
         y = 42 + row_h * i
@@ -330,10 +286,10 @@ def targets() -> Figure:
         h100.batch_bars(f, x0, scale, y, full, target, [
             (WARPS[0], v1[shape][0] if shape in v1 else None,
              f"{v1[shape][0]:,.0f}" if shape in v1 else "",
-             "v1: the logits do not fit in shared memory", False),
+             "v1: logits too big for shared memory", False),
             (WARPS[3], v2[shape][0] if shape in v2 else None,
              f"{v2[shape][0]:,.0f}" if shape in v2 else "",
-             "v2: not reached before the run's time limit", False),
+             "v2: not reached in the time limit", False),
             (WARPS[1], mine_gbps, f"{mine_gbps:,.0f}  ({mine_pct:.0f}%)", "", True),
             (WARPS[2], flash, f"{flash:,.0f}", "", False)])
     y = 62 + row_h * len(SHAPES)

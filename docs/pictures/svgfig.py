@@ -10,7 +10,8 @@ language:
 - one font size scale and one stroke width;
 - Figure: rectangles, text, lines, arrows, braces, legends, written in user units that are CSS
   pixels at 100%: a figure drawn `Figure(820, h)` shows at its natural size in the book's
-  content column (about 840 px at a 1400 px window) and scales down on narrower screens;
+  content column (about 824 px at a 1400 px window) and scales down on narrower screens (723 px
+  at a 1000 px window, where the sidebar still shows);
 - Figure.grid: a CuTe-style layout picture: a grid of cells, each coloured by who owns it and
   labelled with what it holds, e.g. "T3 / d8-11" (see lab05.py).
 
@@ -34,11 +35,12 @@ RULE = "#9aa5b1"       # light outlines, dashed frames
 PAPER = "#ffffff"
 
 SIZE_TITLE = 14        # a panel's title
-SIZE = 12              # ordinary labels
-SIZE_SMALL = 12        # cell contents, annotations: the smallest text (12 px at the column,
-                       # and at a 900 px window too, where book.css folds the sidebar away)
-NOTE_SIZE = 13         # a figure's notes (Figure.paragraph): read as prose, so a size above
-                       # the labels; they wrap, so the larger size costs height, not width
+SIZE = 13              # ordinary labels
+SIZE_SMALL = 13        # cell contents, annotations: the smallest text. 13 px because the
+                       # narrowest column (a 1000 px window, the sidebar shown) is 723 px and
+                       # draws an 820 px figure at 88%: 11.5 px there, over the book's 11 px floor
+NOTE_SIZE = 13         # a figure's legend lines (Figure.paragraph); what a figure means is said
+                       # once, in its caption under it, not in a note inside the picture
 STROKE = 1.2
 
 

@@ -166,6 +166,27 @@ class BookChecksTest(unittest.TestCase):
         self.assertIn("small.svg", problems[0])
         self.assertIn("smaller than 9 px", problems[0])
 
+    def test_a_figure_that_reads_at_1400_px_fails_at_the_1000_px_column(self):
+        # 12 px in an 820 px figure: 11.8 px at the 808 px column of a 1400 px window, but
+        # 12 * 723 / 820 = 10.6 px at the 1000 px window's column, where the sidebar still shows.
+        self.site.svg("map.svg", '<text x="1" y="1" font-size="12">T0</text>', width=820)
+        self.site.page("lab_05.html", '<div class="image"><img src="map.svg"/></div>')
+        self.assertIn(1000, check.WIDTHS)  # the check runs at the narrowest column
+        at = {w: check.figure_text_check(self.site.dir, self.site.pages, check.COLUMN_AT[w],
+                                         window=w) for w in check.WIDTHS}
+        self.assertEqual(at[1400], [])
+        self.assertEqual(len(at[1000]), 1, at[1000])
+        self.assertIn("smaller than 11 px at the 723 px column of a 1000 px window", at[1000][0])
+        self.assertIn("sizes 10.6 px", at[1000][0])
+
+    def test_13_px_figure_text_passes_at_every_width(self):
+        # 13 * 723 / 820 = 11.5 px at the narrowest column: svgfig.py's smallest size.
+        self.site.svg("map.svg", '<text x="1" y="1" font-size="13">T0</text>', width=820)
+        self.site.page("lab_05.html", '<div class="image"><img src="map.svg"/></div>')
+        for width in check.WIDTHS:
+            self.assertEqual(check.figure_text_check(self.site.dir, self.site.pages,
+                                                     check.COLUMN_AT[width], window=width), [])
+
     # -- table captions --
     TABLE = '<table class="markdownTable">\n<tr class="markdownTableHead">\n<th>file </th><th>what it is </th></tr>\n<tr><td>a</td><td>b</td></tr></table>'
 
@@ -705,6 +726,27 @@ class FigureTextInTheBrowserTest(unittest.TestCase):
         self.assertEqual(len(problems), 1, problems)
         self.assertIn('"a note a style rule shrinks"', problems[0])
         self.assertNotIn("label at 12", problems[0])
+
+    def test_a_figure_is_measured_at_every_width_and_fails_at_the_narrow_column(self):
+        # The book's column is 723 px at a 1000 px window (the sidebar beside it) and wider at
+        # the others; planted here with a media rule. 12 px in an 820 px figure: 12 px where the
+        # column holds it, 12 * 723 / 820 = 10.6 px at 1000 px, under the 11 px floor.
+        self.site.svg("map.svg", '<text x="1" y="20">12 px in the file</text>')
+        page = self.site.page("lab_05.html",
+                              '<style>body { margin: 0 } div.contents { width: 900px }'
+                              ' @media (max-width: 1100px) and (min-width: 950px) {'
+                              ' div.contents { width: 723px } }'
+                              ' object { max-width: 100%; height: auto }</style>'
+                              '<div class="image"><object type="image/svg+xml" '
+                              'data="map.svg"></object></div>')
+        self.driver.get((self.site.dir / page).as_uri())
+        found = {}
+        for width in check.WIDTHS:
+            self.driver.set_window_size(width, 900)
+            found[width] = check._figure_text(self.driver, width, check.MIN_FIGURE_TEXT_PX)
+        self.assertEqual([w for w, p in found.items() if p], [1000], found)
+        self.assertIn("smaller than 11 px as drawn at a 1000 px window", found[1000][0])
+        self.assertIn("sizes 10.6 px", found[1000][0])
 
     def test_a_figure_drawn_at_its_own_size_passes(self):
         self.site.svg("fine.svg", '<text x="1" y="20">12 px</text>'
