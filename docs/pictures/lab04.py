@@ -40,7 +40,7 @@ def masks() -> Figure:
                 f.brace(g.left(c), g.right(L - 1), g.bottom(r - 1) + 4, "the chunk")
         x += g.width + 60
     f.legend(10, 234, [(VISIBLE, "attended"), (MASKED, "masked (−∞ before the softmax)")])
-    # Which keys query i sees: the caption; why the other anchors fail: the chapter under it.
+    # Which keys query i sees, and why the other anchors fail: the text under the figure.
     f.height = 250
     return f
 
@@ -144,7 +144,7 @@ def pool_views() -> Figure:
             f.rect(tx, ty + eo * ch, tile_w, ch, stroke=INK, sw=2.5)
             ex, ey = tx, ty + (eo + 0.5) * ch
     f.arrow(g.right(width - 1) + 60, g.cy(EXAMPLE_SLOT), ex - 26, ey, color=INK, bend=1)
-    # The offset of slot 9's elements, and what a slot number does to the block view: the caption.
+    # The offset of slot 9's elements, and what a slot number does to the block view: the text.
     f.height = 344
     return f
 
