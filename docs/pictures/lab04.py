@@ -16,31 +16,31 @@ def slot_of(blocks: list[int], position: int) -> int:
 
 def masks() -> Figure:
     cases = [  # (title, cached, new)
-        ("prefill: c = 0, n = 6", 0, 6),
-        ("decode: c = 8, n = 1", 8, 1),
-        ("chunk: c = 5, n = 4", 5, 4),
+        ("prefill: c = 0, r = 6", 0, 6),
+        ("decode: c = 8, r = 1", 8, 1),
+        ("chunk: c = 5, r = 4", 5, 4),
     ]
     f = Figure(820, 250, "Causal masks anchored bottom-right",
-               "Score matrices of n queries by L = c + n keys: query i sees key j when "
-               "j <= L - n + i.")
+               "Score matrices of r new queries by L = c + r keys: query i sees key j when "
+               "j <= L - r + i.")
     cw = 26
     x = 36
-    for title, c, n in cases:
-        L = c + n
+    for title, c, r in cases:
+        L = c + r
         f.text(x - 26, 16, title, size=SIZE, weight="bold")
 
-        def cell(i, j, c=c, n=n, L=L):
-            return ("", VISIBLE) if j <= L - n + i else ("", MASKED)
-        g = f.grid(x, 58, n, L, cw, cw, cell, row_labels=[f"q{i}" for i in range(n)],
+        def cell(i, j, r=r, L=L):
+            return ("", VISIBLE) if j <= L - r + i else ("", MASKED)
+        g = f.grid(x, 58, r, L, cw, cw, cell, row_labels=[f"q{i}" for i in range(r)],
                    col_labels=[str(j) for j in range(L)], stroke="#ffffff")
         f.text(x + g.width / 2, 33, "keys j", size=SIZE_SMALL, anchor="middle", fill=MUTED)
         if c:
-            f.brace(g.left(0), g.right(c - 1), g.bottom(n - 1) + 4, f"history: {c} keys")
-            if n > 1:
-                f.brace(g.left(c), g.right(L - 1), g.bottom(n - 1) + 4, "the chunk")
+            f.brace(g.left(0), g.right(c - 1), g.bottom(r - 1) + 4, f"history: {c} keys")
+            if r > 1:
+                f.brace(g.left(c), g.right(L - 1), g.bottom(r - 1) + 4, "the chunk")
         x += g.width + 60
     f.legend(10, 234, [(VISIBLE, "attended"), (MASKED, "masked (−∞ before the softmax)")])
-    # Which keys query i sees: the caption; why the other anchors fail: the chapter under it.
+    # Which keys query i sees, and why the other anchors fail: the text under the figure.
     f.height = 250
     return f
 
@@ -144,7 +144,7 @@ def pool_views() -> Figure:
             f.rect(tx, ty + eo * ch, tile_w, ch, stroke=INK, sw=2.5)
             ex, ey = tx, ty + (eo + 0.5) * ch
     f.arrow(g.right(width - 1) + 60, g.cy(EXAMPLE_SLOT), ex - 26, ey, color=INK, bend=1)
-    # The offset of slot 9's elements, and what a slot number does to the block view: the caption.
+    # The offset of slot 9's elements, and what a slot number does to the block view: the text.
     f.height = 344
     return f
 

@@ -265,7 +265,7 @@ def timeline() -> Figure:
             f.text(25, y + bar_h / 2, label, size=SIZE_SMALL, fill="#c0392b", mono=True)
             barrier += 1
             y += bar_h
-    # How big the logits are and why max and sum need no barrier between them: the caption.
+    # How big the logits are, why max and sum need no barrier between them, and why barrier 9: the text.
     return f
 
 

@@ -111,7 +111,7 @@ def scratch() -> Figure:
     f.text(812, y + 22, "[num_seqs, num_heads, max_num_partitions, head_size] float32",
            size=SIZE_SMALL, fill=MUTED, mono=True, anchor="end")
     # Where entry (b, h, p) sits is the chapter's formula under the figure; which entries stay
-    # unwritten, the caption.
+    # unwritten, the text under it.
     f.height = y + 36
     return f
 
