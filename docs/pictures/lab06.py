@@ -95,7 +95,7 @@ def scratch() -> Figure:
     tx, row_w, row_h = 430, 340, 15
     f.text(tx + row_w / 2, y0 - 34, "tmp_out", size=SIZE, anchor="middle", weight="bold",
            mono=True)
-    f.text(tx + row_w / 2, y0 - 18, "acc = Σₜ exp(sₜ − m) · vₜ, undivided", size=SIZE_SMALL,
+    f.text(tx + row_w / 2, y0 - 18, "acc = Σₜ exp(sₜ − mₚ) · vₜ, undivided", size=SIZE_SMALL,
            anchor="middle", italic=True)
     y = y0
     for s in range(len(SEQ_LENS)):
