@@ -61,6 +61,7 @@ def paged_kv() -> Figure:
             f.arrow(410, ry + row_h / 2, 520, pool.cy(block), color=hue.ink, bend=1)
         y += (len(table) + 1) * row_h + 22
     # What a cell holds and why both tables name block 7: the caption under the figure.
+    f.height = max(top + NUM_BLOCKS * row_h, y - 22) + 12   # no empty band under the drawing
     return f
 
 

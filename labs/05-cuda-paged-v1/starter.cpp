@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
   constexpr int NUM_ROWS_PER_ITER = WARP_SIZE / NUM_V_VECS_PER_ROW;
   constexpr int NUM_ROWS_PER_THREAD = ceil_div(HEAD_SIZE, NUM_ROWS_PER_ITER);
 
-  // TODO 5. Goal: each lane's share of sum_t p_t v_t. Out: float accs[NUM_ROWS_PER_THREAD],
+  // TODO 5. Goal: each lane's share of sum_t w_t v_t. Out: float accs[NUM_ROWS_PER_THREAD],
   //         the rows (dimensions) given by the value-side geometry above, summed over the
   //         tokens of the warp's logical blocks; value_cache is [num_blocks, num_kv_heads,
   //         HEAD_SIZE, BLOCK_SIZE] (a row is a dimension, its columns tokens). Invariant: a
