@@ -276,18 +276,26 @@ void scale_query_row(DecodeProblem& p, Eigen::Index row, double factor) {
 
 void fill_cache_with_one_row(DecodeProblem& p, CacheSide side) {
   const DecodeConfig& c = p.cfg;
-  std::vector<Mat>& rows = side == CacheSide::kKeys ? p.k : p.v;
-  const Eigen::RowVectorXd first = rows.front().row(0).head(c.head_size);
-  Eigen::RowVectorXd row(Eigen::Index{c.num_kv_heads} * c.head_size);
-  for (int h = 0; h < c.num_kv_heads; ++h)
-    row.segment(Eigen::Index{h} * c.head_size, c.head_size) = first;
-  for (Mat& m : rows) m.rowwise() = row;
-  // put_token writes a key and a value together: the side left alone goes to a throwaway cache.
-  Tensor unused_keys = p.key_cache, unused_values = p.value_cache;
-  Tensor& keys = side == CacheSide::kKeys ? p.key_cache : unused_keys;
-  Tensor& values = side == CacheSide::kValues ? p.value_cache : unused_values;
+  const bool keys = side == CacheSide::kKeys;
+  std::vector<Mat>& rows = keys ? p.k : p.v;
+  const Eigen::RowVectorXd head = rows.front().row(0).head(c.head_size);
+  for (Mat& m : rows) {
+    for (int h = 0; h < c.num_kv_heads; ++h) {
+      m.middleCols(Eigen::Index{h} * c.head_size, c.head_size).rowwise() = head;
+    }
+  }
+  Tensor& cache = keys ? p.key_cache : p.value_cache;
   for (int block = 0; block < p.num_blocks; ++block) {
-    for (int r = 0; r < c.block_size; ++r) put_token(c.layout, keys, values, block, r, row, row);
+    for (int r = 0; r < c.block_size; ++r) {
+      for (int h = 0; h < c.num_kv_heads; ++h) {
+        for (int d = 0; d < c.head_size; ++d) {
+          store(cache,
+                keys ? key_index(c.layout, cache, block, h, r, d)
+                     : value_index(c.layout, cache, block, h, r, d),
+                head[d]);
+        }
+      }
+    }
   }
 }
 

@@ -661,6 +661,7 @@ HandPartials make_hand_partials(DType dtype, int head_size, const std::vector<in
       for (int d = 0; d < head_size; ++d) store(r.out, row * head_size + d, 7.0);
       if (own == 1) continue;  // the attention kernel's row: the reduce leaves it
       std::vector<double> m(static_cast<std::size_t>(own));
+      // (uniform() draws either way, so every_max leaves the rest of the partials as they were.)
       for (double& x : m) x = every_max.value_or(uniform(-20.0, 20.0));
       if (s == 0 && h == 1 && far_partition >= 0)
         m[static_cast<std::size_t>(far_partition)] += 150.0;
