@@ -13,10 +13,11 @@ rm -rf "$work" && mkdir -p "$work"
 (cd "$root" && git ls-files --cached --others --exclude-standard -z | xargs -0 cp --parents -t "$work")
 
 screen() { tmux capture-pane -p -t "$session"; }
-wait_for() {  # wait_for <regex> <seconds>
-  for _ in $(seq 1 "$2"); do
+wait_for() {  # wait_for <regex> <seconds>; looks 5 times a second: a rebuild after a comment
+  # can show "building…" for under a second (ccache), and a look once a second missed it.
+  for _ in $(seq 1 "$(($2 * 5))"); do
     if grep -Eq "$1" <<<"$(screen)"; then return 0; fi
-    sleep 1
+    sleep 0.2
   done
   echo "watch test: no '$1' on the screen after $2 s; the screen was:"; screen; return 1
 }
