@@ -1,9 +1,10 @@
 """Lab 07's pictures (labs/07-cuda-gqa-decode/README.md): why v1 reads a grouped kv head G
 times, vLLM V1's flash layout against V0's, the tile picture (which warp holds which rows and
-columns of Q, K, S, W, V and O), the tile loop's barriers and loads in flight, and the H100
-figures the kernel is measured against (docs/figures/gpu/)."""
+columns of Q, K, S, W, V and O), the tile loop's barriers and loads in flight, one thread's queue
+of cp.async groups and the waits that land a tile, the fused merge's last-block election, and the
+H100 figures the kernel is measured against (docs/figures/gpu/)."""
 import h100
-from svgfig import (INK, MUTED, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
+from svgfig import (INK, MUTED, PAPER, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
                     WARPS, Figure, hue, mix, text_width)
 
 # The example most pictures draw: 32 query heads over 4 kv heads (a group of 8), head_size 128,
@@ -253,6 +254,231 @@ def loop() -> Figure:
     return f
 
 
+# ---- one thread's queue of cp.async groups ---------------------------------------------------------
+
+BARRIER_INK = "#c0392b"  # __syncthreads(), as in lab07_loop
+N_ST = 3                 # stages of the ring at head sizes 64 and 128 (SharedLayout::stages())
+KEYS, VALUES = WARPS[0], WARPS[2]  # blue keys, green values, as in lab07_loop
+
+
+def _tile_name(d: int) -> str:
+    """Tile j + d written the way the chapter writes it: j, j+1, j−1."""
+    return "j" if d == 0 else f"j+{d}" if d > 0 else f"j−{-d}"
+
+
+def commit_groups() -> Figure:
+    # Tile t is groups 2t (keys) and 2t + 1 (values) of every thread. The prologue commits tiles
+    # 0 … N_st − 2; step 3a of iteration i commits tile i + N_st − 1. So at the top of iteration j
+    # the newest tile committed is j + N_st − 1, and the waits count the groups behind tile j's.
+    ahead = N_ST - 1                          # tiles committed after tile j
+    tiles = list(range(-1, ahead + 1))       # tile j−1 (landed), j, the tiles ahead
+    groups = [(d, kind) for d in tiles for kind in "KV"]   # commit order, oldest first
+    newest = 2 * (ahead + 1)                  # groups of tiles j … j + N_st − 1
+    wait_k = 2 * N_ST - 1                     # the chapter's n for the keys ...
+    wait_v = 2 * N_ST - 2                     # ... and for the values
+    behind_k = len(groups) - 1 - groups.index((0, "K"))
+    behind_v = len(groups) - 1 - groups.index((0, "V"))
+    assert (behind_k, behind_v) == (wait_k, wait_v) == (5, 4)   # the caption quotes 5 and 4
+    assert newest == wait_k + 1
+
+    f = Figure(820, 400, "One thread's cp.async groups at the top of iteration j",
+               f"The copy groups of one thread in commit order, with {N_ST} stages. At step 3a, "
+               f"after tile j+{ahead} is committed, {wait_k} groups are newer than tile j's keys, "
+               f"so __pipeline_wait_prior({wait_k}) lands them; at step 3d, {wait_v} groups are "
+               f"newer than its values, so __pipeline_wait_prior({wait_v}) lands those.")
+    f.text(10, 14, f"one thread's copy groups in commit order, N_{{st}} = {N_ST} stages",
+           size=SIZE_TITLE, weight="bold")
+    x0, dots_w, cw, ch = 10, 30, 95, 30
+    gx = x0 + dots_w
+
+    def gx_of(i: int) -> float:
+        return gx + i * cw
+
+    # The tiles over their two groups, and when each was committed.
+    y = 50
+    for d in tiles:
+        a = gx_of(groups.index((d, "K")))
+        when = "now, in 3a of j" if d == ahead else f"3a of {_tile_name(d - ahead)}"
+        if d < ahead:
+            when += " or prologue"
+        f.text(a + cw, y - 8, f"tile {_tile_name(d)}", size=SIZE, anchor="middle",
+               weight="bold")
+        f.text(a + cw, y + 8, when, size=SIZE_SMALL, anchor="middle", fill=MUTED)
+    f.arrow(gx, y + 22, gx_of(len(groups)) - 4, y + 22, color=MUTED, sw=1)
+    f.text(x0, y + 22, "…", size=SIZE, fill=MUTED)
+
+    def row(y: float, step: str, target: tuple[int, str], n: int) -> float:
+        """The queue as step `step` sees it: `target` must land; the n newest may be in flight."""
+        f.text(x0, y, step, size=SIZE, weight="bold")
+        y += 16
+        first_free = len(groups) - n  # groups at or after this index may still be in flight
+        tgt = groups.index(target)
+        f.brace(gx_of(first_free) + 2, gx_of(len(groups)) - 2, y + 10,
+                f"the {n} newest groups: may still be in flight", below=False)
+        y += 16
+        f.rect(x0, y, dots_w - 4, ch, fill=hue(7).fill, stroke=None)
+        f.text(x0 + (dots_w - 4) / 2, y + ch / 2, "…", size=SIZE_SMALL, anchor="middle")
+        for i, (d, kind) in enumerate(groups):
+            h = KEYS if kind == "K" else VALUES
+            label = f"{kind} {_tile_name(d)}"
+            x = gx_of(i) + 2
+            if i < tgt:        # landed at an earlier wait
+                f.box(x, y, cw - 4, ch, label, fill=hue(7).fill, stroke=hue(7).ink,
+                      size=SIZE_SMALL, rx=2)
+            elif i == tgt:     # the group this wait lands
+                f.rect(x, y, cw - 4, ch, fill=h.fill, stroke=h.ink, sw=2.4, rx=2)
+                f.text(x + (cw - 4) / 2, y + ch / 2, label, size=SIZE_SMALL, anchor="middle",
+                       weight="bold")
+            else:              # newer: the wait lets it stay in flight
+                f.box(x, y, cw - 4, ch, label, fill=mix(h.fill, PAPER, 0.55), stroke=h.ink,
+                      size=SIZE_SMALL, rx=2, dash="4 3")
+            if i > tgt:        # count the groups behind the target
+                f.text(gx_of(i) + cw / 2, y + ch + 11, f"{i - tgt}", size=SIZE_SMALL,
+                       anchor="middle", fill=h.ink, weight="bold")
+        assert len(groups) - 1 - tgt == n
+        f.text(gx_of(tgt) + cw / 2, y + ch + 11, "lands", size=SIZE_SMALL, anchor="middle",
+               weight="bold")
+        return y + ch + 30
+
+    y = row(y + 50, f"3a: __pipeline_wait_prior(2N_{{st}} − 1 = {wait_k}) lands tile j's keys",
+            (0, "K"), wait_k)
+    f.text(gx, y, f"newer than K j: V j, then 2(N_{{st}} − 1) = {2 * ahead} groups of tiles j+1 … "
+           f"j+{ahead}: 1 + {2 * ahead} = {wait_k}", size=SIZE_SMALL, fill=MUTED)
+    y = row(y + 30, f"3d: __pipeline_wait_prior(2N_{{st}} − 2 = {wait_v}) lands tile j's values",
+            (0, "V"), wait_v)
+    f.text(gx, y, f"newer than V j: the 2(N_{{st}} − 1) = {2 * ahead} groups of tiles j+1 … "
+           f"j+{ahead}", size=SIZE_SMALL, fill=MUTED)
+    y += 28
+    f.legend(x0, y, [(KEYS, "a tile's keys: one group"), (VALUES, "its values: one group"),
+                     (hue(7), "landed at an earlier wait")])
+    y += 22
+    f.rect(x0, y - 6, 12, 12, fill=mix(KEYS.fill, PAPER, 0.55), stroke=KEYS.ink, sw=1, rx=2,
+           dash="3 2")
+    label = "dashed: may still be in flight"
+    end = x0 + 17 + text_width(label, SIZE_SMALL) + 18
+    f.text(x0 + 17, y, label, size=SIZE_SMALL)
+    f.rect(end, y - 7, 14, 14, fill=KEYS.fill, stroke=KEYS.ink, sw=2.4, rx=2)
+    f.text(end + 19, y, "thick: the group the wait lands", size=SIZE_SMALL)
+    f.height = y + 14
+    return f
+
+
+# ---- the fused merge: which block is last --------------------------------------------------------
+
+NUM_PARTS = 4
+SUB = "₀₁₂₃₄₅₆₇₈₉"
+# Where each partition's block ends its tile loop, in x on the time axis: the blocks of one
+# (sequence, kv head) finish in any order; here 2, 0, 3, then 1.
+LOOP_END = {0: 342, 1: 502, 2: 262, 3: 422}
+
+
+def merge_election() -> Figure:
+    order = sorted(range(NUM_PARTS), key=LOOP_END.get)   # arrival order
+    returned = {p: order.index(p) for p in order}         # what each atomicAdd returns
+    last = order[-1]
+    # The caption names partition 1's block and the value 3 = num_partitions − 1.
+    assert NUM_PARTS == 4 and returned[last] == NUM_PARTS - 1 and last == 1
+    f = Figure(820, 420, "The fused merge: which block merges",
+               f"The {NUM_PARTS} thread blocks of one (sequence, kv head) on a time axis. Each "
+               "writes its partition's partial result, passes a barrier, and its thread 0 fences "
+               "and adds 1 to the arrivals counter. The atomicAdd that returns "
+               f"{NUM_PARTS - 1} = num_partitions − 1 elects partition {last}'s block; it resets "
+               "the counter, fences again, tells its threads, and every thread merges the "
+               "partitions' rows; the other blocks exit.")
+    f.text(10, 14, f"the thread blocks of one (sequence, kv head), num_partitions = {NUM_PARTS}",
+           size=SIZE_TITLE, weight="bold")
+    f.text(810, 14, "time →", size=SIZE, anchor="end", fill=MUTED)
+    x0, top, lane_h, bh = 112, 34, 38, 24
+    track_y = top + NUM_PARTS * lane_h + 14
+    exch_x = None
+
+    def mid(p: int) -> float:
+        return top + p * lane_h + lane_h / 2
+
+    dot_x = {p: LOOP_END[p] + 92 for p in order}
+    exch_x = dot_x[last] + 16 + 45           # the middle of the atomicExch box
+    # Guides from each atomicAdd down to the counter, drawn first: the lanes cover them.
+    for p in order:
+        f.line(dot_x[p], mid(p) + 10, dot_x[p], track_y, stroke=RULE, sw=1, dash="3 3")
+    f.line(exch_x, mid(last) + bh / 2, exch_x, track_y, stroke=RULE, sw=1, dash="3 3")
+    for p in range(NUM_PARTS):
+        y, e = mid(p), LOOP_END[p]
+        f.text(10, y, f"partition {p}", size=SIZE, fill=hue(p).ink, weight="bold")
+        f.box(x0, y - bh / 2, e - x0, bh, "tile loop", fill=hue(p).fill, stroke=hue(p).ink,
+              size=SIZE_SMALL, rx=2)
+        f.box(e + 4, y - bh / 2, 58, bh, "partial", fill=STATE.fill, stroke=STATE.ink,
+              size=SIZE_SMALL, rx=2)
+        f.line(e + 68, y - bh / 2 - 4, e + 68, y + bh / 2 + 4, stroke=BARRIER_INK, sw=1.8,
+               dash="4 2")
+        f.line(e + 76, y - bh / 2, e + 76, y + bh / 2, stroke=INK, sw=3.5)
+        d = dot_x[p]
+        f.add(f'<circle cx="{d:g}" cy="{y:g}" r="10" fill="{PAPER}" stroke="{INK}" '
+              f'stroke-width="1.4"/>')
+        f.text(d, y, f"{returned[p]}", size=SIZE_SMALL, anchor="middle", weight="bold",
+               mono=True)
+        if p != last:
+            f.text(d + 16, y, "exits", size=SIZE_SMALL, fill=MUTED)
+        else:
+            f.box(d + 16, y - bh / 2, 90, bh, "atomicExch", fill=PAPER, stroke=INK,
+                  size=SIZE_SMALL, mono=True, rx=2)
+            f.line(d + 114, y - bh / 2, d + 114, y + bh / 2, stroke=INK, sw=3.5)
+            f.box(d + 122, y - bh / 2, 62, bh, "is_last", fill=PAPER, stroke=INK,
+                  size=SIZE_SMALL, mono=True, rx=2)
+            is_last_x = d + 122 + 31
+    # The counter: its value between the atomics, computed from the arrivals.
+    f.lines(10, track_y + 12, ["arrivals", "[b, kv_head]"], size=SIZE_SMALL, anchor="start",
+            mono=True, gap=1.15)
+    cuts = [x0] + [dot_x[p] for p in order] + [exch_x, 730]
+    values = list(range(NUM_PARTS + 1)) + [0]
+    for (a, b), v in zip(zip(cuts, cuts[1:]), values):
+        every = v == NUM_PARTS  # every block counted: the last one's moment
+        f.box(a, track_y, b - a, 24, f"{v}", fill=hue(7).fill, stroke=INK if every else
+              hue(7).ink, size=SIZE_SMALL, mono=True, rx=0, weight="bold" if every else None)
+    ly = track_y + 38
+    f.text(dot_x[last], ly, f"{NUM_PARTS - 1} = num_partitions − 1: partition {last}'s block "
+           "is the last", size=SIZE_SMALL, anchor="end")
+    f.text(exch_x + 6, ly, "reset: 0", size=SIZE_SMALL)
+    f.line(dot_x[last], track_y + 24, dot_x[last], ly - 8, stroke=INK, sw=1)
+    f.line(exch_x, track_y + 24, exch_x, ly - 8, stroke=INK, sw=1)
+    # The merge, by every thread of the last block.
+    my = ly + 22
+    f.arrow(is_last_x + 40, mid(last) + 2, is_last_x + 40, my - 2, color=INK, sw=1.2)
+    f.line(is_last_x + 31, mid(last), is_last_x + 40, mid(last), stroke=INK, sw=1.2)
+    band_h = 104
+    f.rect(10, my, 800, band_h, fill=mix(STATE.fill, PAPER, 0.5), stroke=STATE.ink, sw=1, rx=4)
+    f.text(20, my + 16, f"__syncthreads(); then every thread of partition {last}'s block merges "
+           f"the {NUM_PARTS} partitions' rows", size=SIZE, weight="bold")
+    f.text(20, my + 40, "M = maxₚ mₚ", size=SIZE)
+    f.text(160, my + 40, "λₚ = denomₚ e^{mₚ − M}", size=SIZE)
+    cy = my + 76
+    chip_w, gap = 110, 22
+    for p in range(NUM_PARTS):
+        cx = 20 + p * (chip_w + gap)
+        f.box(cx, cy - 13, chip_w, 26, f"λ{SUB[p]} · tmp_out{SUB[p]}", fill=hue(p).fill,
+              stroke=hue(p).ink, size=SIZE_SMALL, rx=2)
+        if p + 1 < NUM_PARTS:
+            f.text(cx + chip_w + gap / 2, cy, "+", size=SIZE, anchor="middle")
+    ox = 20 + NUM_PARTS * (chip_w + gap)
+    f.arrow(ox - gap + 4, cy, ox + 12, cy, color=INK)
+    f.box(ox + 16, cy - 14, 800 - ox - 16 - 4, 28,
+          "out = Σₚ λₚ tmp_outₚ / Σₚ λₚ", fill=PAPER, stroke=STATE.ink,
+          size=SIZE_SMALL, rx=2)
+    y = my + band_h + 22
+    end = f.legend(10, y, [(STATE, "partial: tmp_out rows, max_logits, exp_sums")])
+    f.line(end + 6, y - 9, end + 6, y + 9, stroke=BARRIER_INK, sw=1.8, dash="4 2")
+    f.text(end + 16, y, "__syncthreads()", size=SIZE_SMALL, mono=True)
+    end += 16 + text_width("__syncthreads()", SIZE_SMALL, mono=True) + 18
+    f.line(end + 6, y - 9, end + 6, y + 9, stroke=INK, sw=3.5)
+    f.text(end + 16, y, "__threadfence() (thread 0)", size=SIZE_SMALL)
+    y += 24
+    f.add(f'<circle cx="16" cy="{y:g}" r="8" fill="{PAPER}" stroke="{INK}" stroke-width="1.4"/>')
+    f.text(16, y, "k", size=SIZE_SMALL, anchor="middle", mono=True)
+    f.text(30, y, "thread 0's atomicAdd on arrivals[b, kv_head]: returns k, the count before "
+           "its own", size=SIZE_SMALL)
+    f.height = y + 14
+    return f
+
+
 # ---- the H100 figures this kernel is measured against ---------------------------------------------
 
 SHAPES = [(64, 4096, 32, 4, 85), (128, 2048, 32, 8, 85), (16, 4096, 32, 32, 75),
@@ -304,4 +530,5 @@ def targets() -> Figure:
 
 
 FIGURES = {"lab07_gqa_reads": gqa_reads, "lab07_layouts": layouts, "lab07_tiles": tiles,
-           "lab07_loop": loop, "lab07_targets": targets}
+           "lab07_loop": loop, "lab07_commit_groups": commit_groups,
+           "lab07_merge_election": merge_election, "lab07_targets": targets}
