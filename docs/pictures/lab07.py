@@ -390,7 +390,6 @@ def merge_election() -> Figure:
     f.text(810, 14, "time →", size=SIZE, anchor="end", fill=MUTED)
     x0, top, lane_h, bh = 112, 34, 38, 24
     track_y = top + NUM_PARTS * lane_h + 14
-    exch_x = None
 
     def mid(p: int) -> float:
         return top + p * lane_h + lane_h / 2
@@ -424,7 +423,7 @@ def merge_election() -> Figure:
             f.line(d + 114, y - bh / 2, d + 114, y + bh / 2, stroke=INK, sw=3.5)
             f.box(d + 122, y - bh / 2, 62, bh, "is_last", fill=PAPER, stroke=INK,
                   size=SIZE_SMALL, mono=True, rx=2)
-            is_last_x = d + 122 + 31
+            is_last_x = d + 122 + 31  # the middle of the is_last box
     # The counter: its value between the atomics, computed from the arrivals.
     f.lines(10, track_y + 12, ["arrivals", "[b, kv_head]"], size=SIZE_SMALL, anchor="start",
             mono=True, gap=1.15)
