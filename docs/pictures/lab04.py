@@ -21,8 +21,8 @@ def masks() -> Figure:
         ("chunk: c = 5, r = 4", 5, 4),
     ]
     f = Figure(820, 250, "Causal masks anchored bottom-right",
-               "Score matrices of r new queries by L = c + r keys: query i sees key j when "
-               "j <= L - r + i.")
+               "Score matrices of r new queries by L = c + r keys: query i sees key t when "
+               "t <= L - r + i.")
     cw = 26
     x = 36
     for title, c, r in cases:
@@ -33,7 +33,7 @@ def masks() -> Figure:
             return ("", VISIBLE) if j <= L - r + i else ("", MASKED)
         g = f.grid(x, 58, r, L, cw, cw, cell, row_labels=[f"q{i}" for i in range(r)],
                    col_labels=[str(j) for j in range(L)], stroke="#ffffff")
-        f.text(x + g.width / 2, 33, "keys j", size=SIZE_SMALL, anchor="middle", fill=MUTED)
+        f.text(x + g.width / 2, 33, "keys t", size=SIZE_SMALL, anchor="middle", fill=MUTED)
         if c:
             f.brace(g.left(0), g.right(c - 1), g.bottom(r - 1) + 4, f"history: {c} keys")
             if r > 1:
@@ -52,7 +52,7 @@ def packed_q() -> Figure:
                "Seven new tokens packed into one matrix; cu_seqlens_q = [0, 1, 7] says which "
                "rows are whose; seq_lens_kv = [7, 11] says how many keys each reads.")
     qx, qy, rh, qw = 180, 56, 26, 130
-    f.text(qx + qw / 2, 22, "q  [total_new = 7, H · D]", size=SIZE, anchor="middle",
+    f.text(qx + qw / 2, 22, "q  [total_new = 7, H · d]", size=SIZE, anchor="middle",
            weight="bold", mono=True)
     row = 0
     cu = [0]
@@ -96,12 +96,12 @@ EXAMPLE_SLOT = 9
 
 def pool_views() -> Figure:
     f = Figure(820, 356, "The flat view and the block view of one pool",
-               "The same 96 numbers seen as [num_slots, H_kv * D] and as "
-               "[num_blocks, block_size, H_kv, D]; slot 9 is row 1 of block 2 in both.")
+               "The same 96 numbers seen as [num_slots, H_kv * d] and as "
+               "[num_blocks, block_size, H_kv, d]; slot 9 is row 1 of block 2 in both.")
     width = H_KV * D
     cw, ch = 28, 17
     fx, fy = 86, 58
-    f.text(10, 14, "flat view: [num_slots = 16, H_kv · D = 6]", size=SIZE, weight="bold",
+    f.text(10, 14, "flat view: [num_slots = 16, H_kv · d = 6]", size=SIZE, weight="bold",
            mono=True)
     eb, eo = EXAMPLE_SLOT // BLOCK_SIZE, EXAMPLE_SLOT % BLOCK_SIZE
 
@@ -111,7 +111,7 @@ def pool_views() -> Figure:
     g = f.grid(fx, fy, NUM_BLOCKS * BLOCK_SIZE, width, cw, ch, flat,
                row_labels=[f"slot {r}" for r in range(NUM_BLOCKS * BLOCK_SIZE)],
                col_labels=col_labels, label_size=SIZE_SMALL)
-    f.text(fx + g.width / 2, 34, "column h·d = kv head h, dim d", size=SIZE_SMALL, anchor="middle",
+    f.text(fx + g.width / 2, 34, "column h·δ = kv head h, dim δ", size=SIZE_SMALL, anchor="middle",
            fill=MUTED)
     f.line(g.left(D), g.top(0), g.left(D), g.bottom(g.rows - 1), stroke=INK, sw=1.5)
     f.rect(fx, g.top(EXAMPLE_SLOT), g.width, ch, stroke=INK, sw=2.5)
@@ -121,7 +121,7 @@ def pool_views() -> Figure:
 
     # The block view: four tiles, [block_size, H_kv, D] each.
     bx, by = 420, 58
-    f.text(bx - 20, 14, "block view: [4 blocks, 4 rows, H_kv = 2, D = 3]",
+    f.text(bx - 20, 14, "block view: [4 blocks, 4 rows, H_kv = 2, d = 3]",
            size=SIZE, weight="bold", mono=True)
     tw = 24  # a cell of the block view: no column labels to hold, so narrower than the flat view's
     tile_w = width * tw + 14

@@ -107,7 +107,7 @@ def scratch() -> Figure:
                    mono=True)
             y += row_h + 2
         y += 6
-    f.text(tx, y + 4, "d = 0, 1, …, head_size − 1 →", size=SIZE_SMALL, fill=MUTED)
+    f.text(tx, y + 4, "δ = 0, 1, …, head_size − 1 →", size=SIZE_SMALL, fill=MUTED)
     f.text(812, y + 22, "[num_seqs, num_heads, max_num_partitions, head_size] float32",
            size=SIZE_SMALL, fill=MUTED, mono=True, anchor="end")
     # Where entry (b, h, p) sits is the chapter's formula under the figure; which entries stay
@@ -147,12 +147,12 @@ def reduce() -> Figure:
     f.box(40, sy, 330, 40, ["denom = Σₚ βₚ · denomₚ",
                             "a share per thread, then block_sum (a tree)"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
-    f.box(450, sy, 330, 40, ["acc[d] = Σₚ βₚ · accₚ[d]",
-                             "thread d adds the partitions in order"],
+    f.box(450, sy, 330, 40, ["acc[δ] = Σₚ βₚ · accₚ[δ]",
+                             "δ's thread adds the partitions in order"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
     f.arrow(centre - 80, wy - 1, 205, sy + 41, color=STATE.ink)
     f.arrow(centre + 80, wy - 1, 615, sy + 41, color=STATE.ink)
-    f.box(centre - 125, 24, 250, 28, "out[b, h, d] = acc[d] / denom", fill="#ffffff",
+    f.box(centre - 125, 24, 250, 28, "out[b, h, δ] = acc[δ] / denom", fill="#ffffff",
           stroke=INK, size=SIZE_SMALL, mono=True)
     f.arrow(205, sy - 1, centre - 60, 53, color=INK)
     f.arrow(615, sy - 1, centre + 60, 53, color=INK)

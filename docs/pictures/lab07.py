@@ -73,7 +73,7 @@ def layouts() -> Figure:
                "side by side, so one kv head's rows are strided.")
 
     def cell_label(t, h, c):
-        return [f"t{t}", f"d{c * x}-{c * x + x - 1}"]
+        return [f"t{t}", f"δ{c * x}-{c * x + x - 1}"]
 
     def colour(h, t):
         return hue(h).fill if t % 2 == 0 else mix(hue(h).fill, hue(h).ink, 0.25)
@@ -201,21 +201,21 @@ def tiles() -> Figure:
 # ---- the tile loop as a timeline ------------------------------------------------------------------
 
 LOOP = [  # (what the threads do, copies in flight (cp.async groups), what the three stages hold)
-    ("3a  start the copies of tile j+2 into stage (j+2) mod 3; wait for tile j's keys",
-     "V j; tiles j+1, j+2", ("K j", "K/V j+1", "→ j+2")),
+    ("3a  start the copies of tile η+2 into stage (η+2) mod 3; wait for tile η's keys",
+     "V η; tiles η+1, η+2", ("K η", "K/V η+1", "→ η+2")),
     ("3b  S = Q·Kᵀ on tensor cores, warp ω: 16 columns; store S",
-     "V j; tiles j+1, j+2", ("K j (read)", "K/V j+1", "→ j+2")),
+     "V η; tiles η+1, η+2", ("K η (read)", "K/V η+1", "→ η+2")),
     ("3c  softmax per row: m, denom, row_alpha, W (16-bit)",
-     "V j; tiles j+1, j+2", ("K j", "K/V j+1", "→ j+2")),
-    ("3d  wait for tile j's values",
-     "tiles j+1, j+2", ("K/V j", "K/V j+1", "→ j+2")),
+     "V η; tiles η+1, η+2", ("K η", "K/V η+1", "→ η+2")),
+    ("3d  wait for tile η's values",
+     "tiles η+1, η+2", ("K/V η", "K/V η+1", "→ η+2")),
     ("3e  acc = diag(row_alpha) acc + W·V, warp ω: its columns",
-     "tiles j+1, j+2", ("V j (read)", "K/V j+1", "→ j+2")),
+     "tiles η+1, η+2", ("V η (read)", "K/V η+1", "→ η+2")),
 ]
-BARRIERS = {0: "(K) every thread's copies of K j landed and visible",
+BARRIERS = {0: "(K) every thread's copies of K η landed and visible",
             1: "(A) S complete: the softmax reads every warp's columns",
-            3: "(B) W, row_alpha and V j visible to every warp",
-            4: "(C) every warp done with stage j mod 3: free for tile j+3"}
+            3: "(B) W, row_alpha and V η visible to every warp",
+            4: "(C) every warp done with stage η mod 3: free for tile η+3"}
 
 
 def loop() -> Figure:
@@ -223,11 +223,11 @@ def loop() -> Figure:
     top = 50
     height = top + len(LOOP) * row_h + len(BARRIERS) * bar_h + 10
     f = Figure(820, height, "One tile of the loop",
-               "Top to bottom: the steps of tile j, the four barriers and what each protects, "
+               "Top to bottom: the steps of tile η, the four barriers and what each protects, "
                "the asynchronous copies still in flight, and what the ring's three stages hold.")
-    f.text(10, 16, "what the 128 threads do (tile j)", size=SIZE_TITLE, weight="bold")
+    f.text(10, 16, "what the 128 threads do (tile η)", size=SIZE_TITLE, weight="bold")
     f.text(460, 16, "copies in flight", size=SIZE_TITLE, weight="bold")
-    f.text(600, 16, "stages j, j+1, j+2", size=SIZE_TITLE, weight="bold")
+    f.text(600, 16, "stages η, η+1, η+2", size=SIZE_TITLE, weight="bold")
     y = top
     for i, (what, flight, holds) in enumerate(LOOP):
         two = len(what) >= 60  # the long step on two lines, centred on the row together
@@ -238,7 +238,7 @@ def loop() -> Figure:
         f.rect(458, y + 4, 136, row_h - 8, fill=STATE.fill, stroke=STATE.ink, sw=1)
         f.text(526, y + row_h / 2, flight, size=SIZE_SMALL, anchor="middle")
         for j, h in enumerate(holds):
-            kind = WARPS[0] if h.startswith("K j") else WARPS[2] if h.startswith(("V j", "K/V j")) \
+            kind = WARPS[0] if h.startswith("K η") else WARPS[2] if h.startswith(("V η", "K/V η")) \
                 and j == 0 else STATE
             f.rect(600 + 72 * j, y + 4, 70, row_h - 8, fill=kind.fill, stroke=kind.ink, sw=1)
             f.text(635 + 72 * j, y + row_h / 2, h, size=SIZE_SMALL, anchor="middle")
