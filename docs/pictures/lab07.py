@@ -262,18 +262,18 @@ KEYS, VALUES = WARPS[0], WARPS[2]  # blue keys, green values, as in lab07_loop
 
 
 def _tile_name(d: int) -> str:
-    """Tile j + d written the way the chapter writes it: j, j+1, j−1."""
-    return "j" if d == 0 else f"j+{d}" if d > 0 else f"j−{-d}"
+    """Tile η + d written the way the chapter writes it: η, η+1, η−1."""
+    return "η" if d == 0 else f"η+{d}" if d > 0 else f"η−{-d}"
 
 
 def commit_groups() -> Figure:
     # Tile t is groups 2t (keys) and 2t + 1 (values) of every thread. The prologue commits tiles
-    # 0 … N_st − 2; step 3a of iteration i commits tile i + N_st − 1. So at the top of iteration j
-    # the newest tile committed is j + N_st − 1, and the waits count the groups behind tile j's.
-    ahead = N_ST - 1                          # tiles committed after tile j
-    tiles = list(range(-1, ahead + 1))       # tile j−1 (landed), j, the tiles ahead
+    # 0 … N_st − 2; step 3a of iteration i commits tile i + N_st − 1. So at the top of iteration η
+    # the newest tile committed is η + N_st − 1, and the waits count the groups behind tile η's.
+    ahead = N_ST - 1                          # tiles committed after tile η
+    tiles = list(range(-1, ahead + 1))       # tile η−1 (landed), η, the tiles ahead
     groups = [(d, kind) for d in tiles for kind in "KV"]   # commit order, oldest first
-    newest = 2 * (ahead + 1)                  # groups of tiles j … j + N_st − 1
+    newest = 2 * (ahead + 1)                  # groups of tiles η … η + N_st − 1
     wait_k = 2 * N_ST - 1                     # the chapter's n for the keys ...
     wait_v = 2 * N_ST - 2                     # ... and for the values
     behind_k = len(groups) - 1 - groups.index((0, "K"))
@@ -281,9 +281,9 @@ def commit_groups() -> Figure:
     assert (behind_k, behind_v) == (wait_k, wait_v) == (5, 4)   # the caption quotes 5 and 4
     assert newest == wait_k + 1
 
-    f = Figure(820, 400, "One thread's cp.async groups at the top of iteration j",
+    f = Figure(820, 400, "One thread's cp.async groups at the top of iteration η",
                f"The copy groups of one thread in commit order, with {N_ST} stages. At step 3a, "
-               f"after tile j+{ahead} is committed, {wait_k} groups are newer than tile j's keys, "
+               f"after tile η+{ahead} is committed, {wait_k} groups are newer than tile η's keys, "
                f"so __pipeline_wait_prior({wait_k}) lands them; at step 3d, {wait_v} groups are "
                f"newer than its values, so __pipeline_wait_prior({wait_v}) lands those.")
     f.text(10, 14, f"one thread's copy groups in commit order, N_{{st}} = {N_ST} stages",
@@ -298,7 +298,7 @@ def commit_groups() -> Figure:
     y = 50
     for d in tiles:
         a = gx_of(groups.index((d, "K")))
-        when = "now, in 3a of j" if d == ahead else f"3a of {_tile_name(d - ahead)}"
+        when = "now, in 3a of η" if d == ahead else f"3a of {_tile_name(d - ahead)}"
         if d < ahead:
             when += " or prologue"
         f.text(a + cw, y - 8, f"tile {_tile_name(d)}", size=SIZE, anchor="middle",
@@ -340,14 +340,14 @@ def commit_groups() -> Figure:
                weight="bold")
         return y + ch + 30
 
-    y = row(y + 50, f"3a: __pipeline_wait_prior(2N_{{st}} − 1 = {wait_k}) lands tile j's keys",
+    y = row(y + 50, f"3a: __pipeline_wait_prior(2N_{{st}} − 1 = {wait_k}) lands tile η's keys",
             (0, "K"), wait_k)
-    f.text(gx, y, f"newer than K j: V j, then 2(N_{{st}} − 1) = {2 * ahead} groups of tiles j+1 … "
-           f"j+{ahead}: 1 + {2 * ahead} = {wait_k}", size=SIZE_SMALL, fill=MUTED)
-    y = row(y + 30, f"3d: __pipeline_wait_prior(2N_{{st}} − 2 = {wait_v}) lands tile j's values",
+    f.text(gx, y, f"newer than K η: V η, then 2(N_{{st}} − 1) = {2 * ahead} groups of tiles η+1 … "
+           f"η+{ahead}: 1 + {2 * ahead} = {wait_k}", size=SIZE_SMALL, fill=MUTED)
+    y = row(y + 30, f"3d: __pipeline_wait_prior(2N_{{st}} − 2 = {wait_v}) lands tile η's values",
             (0, "V"), wait_v)
-    f.text(gx, y, f"newer than V j: the 2(N_{{st}} − 1) = {2 * ahead} groups of tiles j+1 … "
-           f"j+{ahead}", size=SIZE_SMALL, fill=MUTED)
+    f.text(gx, y, f"newer than V η: the 2(N_{{st}} − 1) = {2 * ahead} groups of tiles η+1 … "
+           f"η+{ahead}", size=SIZE_SMALL, fill=MUTED)
     y += 28
     f.legend(x0, y, [(KEYS, "a tile's keys: one group"), (VALUES, "its values: one group"),
                      (hue(7), "landed at an earlier wait")])
