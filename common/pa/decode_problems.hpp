@@ -167,7 +167,9 @@ enum class CacheSide { kKeys, kValues };
 /// of the whole cache, rows past each end and spare blocks included, and into every row of p.k or
 /// p.v. Call it after the problem is placed. With one key everywhere, no key read (right or wrong
 /// block, row or head) can change a weight: every softmax is uniform over the tokens it covers.
-/// With one value everywhere, no value read can change out: it is that row times the weights' sum.
+/// With one value everywhere, no value read can change out: it is that row times the weights' sum;
+/// and the key slots no token holds get real keys instead of NaN, so that no key read, however
+/// wrong, can turn a score into NaN either.
 void fill_cache_with_one_row(DecodeProblem& p, CacheSide side);
 
 /// Makes token 0 of every sequence an attention sink: for each kv head its key becomes the sum

@@ -355,8 +355,9 @@ TEST_P(PagedAttentionV1, EveryAnswerLandsInItsOwnRow) {
 // query, the scale, the max and whichever keys are read, right or wrong: the softmax is uniform
 // and out is the plain mean of the values, which the value side and the normalization alone
 // decide. One value in every slot of the value cache makes out that value for any weights that
-// sum to 1, whichever value rows are read: the scores alone cannot change it; the normalization
-// and the sum over blocks can. Lengths run to nine blocks, so every warp folds several blocks.
+// sum to 1, whichever value rows are read: the scores alone cannot change it (the key slots no
+// token holds get real keys there, not NaN, so no key read can make a score NaN either); the
+// normalization and the sum over blocks can. Lengths run to nine blocks, so every warp folds several blocks.
 TEST_P(PagedAttentionV1, EqualKeysGiveTheMeanOfTheValues) {
   Config c;
   c.dtype = DType::kFloat32;

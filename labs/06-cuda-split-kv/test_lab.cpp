@@ -1027,7 +1027,8 @@ TEST_P(PagedAttentionV2, OneTokenReturnsItsValueExactly) {
 // value rows each partition reads and how the reduce weighs the partitions (by their sums: how
 // many tokens each holds) decide it. One value in every slot of the value cache makes out that
 // value for any weights that sum to 1, whichever value rows are read: which tokens are scored and
-// how cannot change it; the normalization of each partition and of the reduce can.
+// how cannot change it (the key slots no token holds get real keys, not NaN, so no key read can
+// make a score NaN); the normalization of each partition and of the reduce can.
 /// A GQA 4/2 float32 problem of lengths around the small partition's edges, whose keys (or
 /// values) are one row in every slot of the cache.
 Problem equal_rows_problem(std::uint64_t seed, bool keys) {

@@ -527,8 +527,9 @@ TEST_P(GqaDecode, OneTokenReturnsItsValueExactly) {
 // softmax is uniform and out is the plain mean of the values, so only which values are read and
 // how the partitions are weighted (by how many tokens each holds: its sum) decide it. One value
 // in every slot of the value cache makes out that value for any weights that sum to 1, whichever
-// value rows are read: which tokens are scored and how cannot change it; the normalization of
-// each partition and of the merge can.
+// value rows are read: which tokens are scored and how cannot change it (the key slots no token
+// holds get real keys, not NaN, so no key read can make a score NaN); the normalization of each
+// partition and of the merge can.
 TEST_P(GqaDecode, EqualKeysGiveTheMeanOfTheValues) {
   const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {500, 130, 64, 1});
   Rng rng(754);
