@@ -278,7 +278,11 @@ void fill_cache_with_one_row(DecodeProblem& p, CacheSide side) {
   const DecodeConfig& c = p.cfg;
   const bool keys = side == CacheSide::kKeys;
   std::vector<Mat>& rows = keys ? p.k : p.v;
-  const Eigen::RowVectorXd head = rows.front().row(0).head(c.head_size);
+  // The key is one number in every dimension, so that even a read of the wrong dimensions (a
+  // chunk or row of the key cache misplaced) sees the same key: 1/2 is exact in every dtype.
+  const Eigen::RowVectorXd head =
+      keys ? Eigen::RowVectorXd::Constant(c.head_size, 0.5)
+           : Eigen::RowVectorXd(rows.front().row(0).head(c.head_size));
   for (Mat& m : rows) {
     for (int h = 0; h < c.num_kv_heads; ++h) {
       m.middleCols(Eigen::Index{h} * c.head_size, c.head_size).rowwise() = head;

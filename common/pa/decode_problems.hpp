@@ -163,10 +163,11 @@ DecodeProblem with_query_scaled(DecodeProblem p, double factor);
 /// Which cache a helper rewrites.
 enum class CacheSide { kKeys, kValues };
 
-/// Writes one row (sequence 0's first key or value of kv head 0) into every kv head of every slot
-/// of the whole cache, rows past each end and spare blocks included, and into every row of p.k or
-/// p.v. Call it after the problem is placed. With one key everywhere, no key read (right or wrong
-/// block, row or head) can change a weight: every softmax is uniform over the tokens it covers.
+/// Writes one row (for values, sequence 0's first value of kv head 0; for keys, 1/2 in every
+/// dimension) into every kv head of every slot of the whole cache, rows past each end and spare
+/// blocks included, and into every row of p.k or p.v. Call it after the problem is placed. With
+/// one key everywhere, no key read (right or wrong block, row, head or dimension) can change a
+/// weight: every softmax is uniform over the tokens it covers.
 /// With one value everywhere, no value read can change out: it is that row times the weights' sum;
 /// and the key slots no token holds get real keys instead of NaN, so that no key read, however
 /// wrong, can turn a score into NaN either.

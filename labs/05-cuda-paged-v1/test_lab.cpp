@@ -349,15 +349,16 @@ TEST_P(PagedAttentionV1, EveryAnswerLandsInItsOwnRow) {
   }
 }
 
-// Two tests that each leave one half of the kernel nothing to get wrong, so that a failure
-// says which half holds the bug. One key in every slot of the key cache (every block, kv head and
-// row, the rows past each end and the spare block included) makes every score equal whatever the
-// query, the scale, the max and whichever keys are read, right or wrong: the softmax is uniform
-// and out is the plain mean of the values, which the value side and the normalization alone
-// decide. One value in every slot of the value cache makes out that value for any weights that
-// sum to 1, whichever value rows are read: the scores alone cannot change it (the key slots no
-// token holds get real keys there, not NaN, so no key read can make a score NaN either); the
-// normalization and the sum over blocks can. Lengths run to nine blocks, so every warp folds several blocks.
+// Two tests that each leave one half of the kernel nothing to get wrong, so that a failure says
+// which half holds the bug. One key (1/2 in every dimension) in every slot of the key cache (every
+// block, kv head and row, the rows past each end and the spare block included) makes every score
+// equal whatever the query, the scale, the max and whichever keys are read, right or wrong: the
+// softmax is uniform and out is the plain mean of the values, which the value side and the
+// normalization alone decide. One value in every slot of the value cache makes out that value for
+// any weights that sum to 1, whichever value rows are read: the scores alone cannot change it (the
+// key slots no token holds get real keys there, not NaN, so no key read can make a score NaN
+// either); the normalization and the sum over blocks can. Lengths run to nine blocks, so every warp
+// folds several blocks.
 TEST_P(PagedAttentionV1, EqualKeysGiveTheMeanOfTheValues) {
   Config c;
   c.dtype = DType::kFloat32;

@@ -1020,15 +1020,15 @@ TEST_P(PagedAttentionV2, OneTokenReturnsItsValueExactly) {
 }
 
 // Two tests that each leave one half of the kernels nothing to get wrong (as lab 05's), over
-// partitions of unequal sizes, so that a failure says which half holds the bug. One key in every
-// slot of the key cache (rows past each end and spare blocks included) makes every score equal
-// whatever the query, the scale, the partition and whichever keys are read: every partition's
-// max is the same, the softmax is uniform and out is the plain mean of the values, so only which
-// value rows each partition reads and how the reduce weighs the partitions (by their sums: how
-// many tokens each holds) decide it. One value in every slot of the value cache makes out that
-// value for any weights that sum to 1, whichever value rows are read: which tokens are scored and
-// how cannot change it (the key slots no token holds get real keys, not NaN, so no key read can
-// make a score NaN); the normalization of each partition and of the reduce can.
+// partitions of unequal sizes, so that a failure says which half holds the bug. One key (1/2 in
+// every dimension) in every slot of the key cache (rows past each end and spare blocks included)
+// makes every score equal whatever the query, the scale, the partition and whichever keys are read:
+// every partition's max is the same, the softmax is uniform and out is the plain mean of the
+// values, so only which value rows each partition reads and how the reduce weighs the partitions
+// (by their sums: how many tokens each holds) decide it. One value in every slot of the value cache
+// makes out that value for any weights that sum to 1, whichever value rows are read: which tokens
+// are scored and how cannot change it (the key slots no token holds get real keys, not NaN, so no
+// key read can make a score NaN); the normalization of each partition and of the reduce can.
 /// A GQA 4/2 float32 problem of lengths around the small partition's edges, whose keys (or
 /// values) are one row in every slot of the cache.
 Problem equal_rows_problem(std::uint64_t seed, bool keys) {

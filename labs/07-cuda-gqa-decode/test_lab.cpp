@@ -521,15 +521,15 @@ TEST_P(GqaDecode, OneTokenReturnsItsValueExactly) {
 
 // Two tests that each leave one half of the kernel nothing to get wrong (as lab 05's), over
 // partitions of one tile of unequal sizes (8, 3, 1 and 1 per sequence, the last ones short), so
-// that a failure says which half holds the bug. One key in every slot of the key cache (rows past
-// each end and spare blocks included) makes every score equal whatever the query, the scale, the
-// tile, the partition and whichever keys are read: every partition's max is the same, the
-// softmax is uniform and out is the plain mean of the values, so only which values are read and
-// how the partitions are weighted (by how many tokens each holds: its sum) decide it. One value
-// in every slot of the value cache makes out that value for any weights that sum to 1, whichever
-// value rows are read: which tokens are scored and how cannot change it (the key slots no token
-// holds get real keys, not NaN, so no key read can make a score NaN); the normalization of each
-// partition and of the merge can.
+// that a failure says which half holds the bug. One key (1/2 in every dimension) in every slot of
+// the key cache (rows past each end and spare blocks included) makes every score equal whatever the
+// query, the scale, the tile, the partition and whichever keys are read: every partition's max is
+// the same, the softmax is uniform and out is the plain mean of the values, so only which values
+// are read and how the partitions are weighted (by how many tokens each holds: its sum) decide it.
+// One value in every slot of the value cache makes out that value for any weights that sum to 1,
+// whichever value rows are read: which tokens are scored and how cannot change it (the key slots no
+// token holds get real keys, not NaN, so no key read can make a score NaN); the normalization of
+// each partition and of the merge can.
 TEST_P(GqaDecode, EqualKeysGiveTheMeanOfTheValues) {
   const DecodeConfig c = config(DType::kFloat16, 64, 16, 8, 2, {500, 130, 64, 1});
   Rng rng(754);

@@ -34,23 +34,27 @@ HAND = HERE / "hand_bugs"
 HAND_RECORD = HAND / "hand_bugs.json"
 MEASURED = ("04", "05", "06", "07")
 # The issue asks for 90 % (the first message names the TODO that holds the bug, over the catalogue
-# mutants of labs 04-07 and the hand-planted bugs). Measured on the records of 2026-11-27 15:30
-# (100 mutants, 74 hand bugs): 156 of 174, 89.7 % (catalogue 100 of 100; hand bugs 56 of 74; the
-# catalogue left one out 70 %), after the equal-values probes gave the key slots that no token
-# holds real keys instead of NaN, so that a key read from the wrong place no longer fails the
-# value-side probe (named right since: lab 05's keys_of_the_logical_block, lab 06's
-# last_partition_read_whole; named wrong since, one vote behind: lab 06's
-# partition_max_reduced_with_block_sum). On the records of 12:00: 155 of 174 (catalogue 99).
-# The third blind set (16 bugs written that day by a helper who saw neither the tests, the rule
-# nor this report) is placed 12 of 16 (13 of 16 when it was recorded, before the change above); the first and second 12 and 13 of 16 (the second was 11 of 16 before the
-# whole-cache equal-key/value probes and lab 06's equal-maxima reduce probe, which were written
-# after reading its misses, so it is no longer blind). Earlier: 87 % of 157 (09:20), 90 % of 130
-# (04:10, 42 hand bugs), 84 % of 96 before that day's stage probes.
+# mutants of labs 04-07 and the hand-planted bugs). Measured on the records of 2026-11-27 15:20
+# (100 mutants, 74 hand bugs): 157 of 174, 90.2 % (catalogue 100 of 100; hand bugs 57 of 74; the
+# catalogue left one out 70 %). Two changes to the equal-key/value probes that day made them
+# blind to the other half of the kernel even when it reads the wrong place: the equal-values
+# probes give the key slots no token holds real keys instead of NaN, and the equal-keys probes
+# write 1/2 into every dimension of the one key, so a key read of the wrong dimensions sees the
+# same key. Named right since: lab 05's keys_of_the_logical_block and
+# key_chunks_read_as_one_contiguous_row, lab 06's last_partition_read_whole; named wrong since
+# (one vote behind): lab 06's partition_max_reduced_with_block_sum. On the records of 12:00:
+# 155 of 174 (catalogue 99, hand bugs 56). The third blind set (16 bugs written that day by a
+# helper who saw neither the tests, the rule nor this report, recorded before the change above)
+# is placed 13 of 16 (13 then too, one bug gained and one lost); the first and second 12 and 13
+# of 16 (the second was 11 of 16 before the whole-cache equal-key/value probes and lab 06's
+# equal-maxima reduce probe, which were written after reading its misses, so it is no longer
+# blind). Earlier: 87 % of 157 (09:20), 90 % of 130 (04:10, 42 hand bugs), 84 % of 96 before
+# that day's stage probes.
 # These bars guard what is reached, so that a change that loses ground fails. The hand-planted
 # bugs stay under 90 %: bugs of neighbouring steps fail the same tests (a stage probe fails
 # for a bug in its stage and in every stage before it), so a failing set cannot tell them apart.
-TARGET = 0.89
-HAND_TARGET = 0.74
+TARGET = 0.90
+HAND_TARGET = 0.76
 LEAVE_ONE_OUT = 0.69   # a bug the catalogue does not hold, simulated
 
 
