@@ -206,10 +206,11 @@ def structure_check(html_dir: Path, repo: Path) -> list[str]:
                    (f"lab_{nn}_review.html", NOTES_SECTIONS)]
         missing_pages = [file for file, _ in chapter if not (html_dir / file).is_file()]
         for file in missing_pages:
-            problems.append(f"{file}: missing (lab {nn}'s {'bench' if '_bench' in file else 'notes'}"
-                            f" page: docs/doxygen_filter.py starts it at the heading "
-                            f"`## {'Files' if '_bench' in file else 'Notes'} "
-                            f"{{#lab_{nn}_{'files' if '_bench' in file else 'notes'}}}`)")
+            page, heading = (("bench", "Files") if file.endswith("_bench.html")
+                             else ("notes", "Notes"))
+            problems.append(f"{file}: missing (lab {nn}'s {page} page: docs/doxygen_filter.py "
+                            f"starts it at the heading `## {heading} "
+                            f"{{#lab_{nn}_{heading.lower()}}}`)")
         if missing_pages:
             continue
         for file, wanted in chapter:
@@ -236,8 +237,8 @@ def structure_check(html_dir: Path, repo: Path) -> list[str]:
 
 def _way_on(path: Path) -> str:
     """A chapter page's way on to its next page (the lesson's to its bench, the bench's to its
-    notes): its last block of text, a `book-way-on` box with
-    no text after it ("" where there is none)."""
+    notes): its last block of text, a `book-way-on` box with no text after it ("" where there is
+    none)."""
     text = path.read_text(encoding="utf-8")
     end = text.find("<!-- contents -->")
     text = text if end < 0 else text[:end]

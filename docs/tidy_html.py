@@ -12,9 +12,10 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   them, still wrap at their spaces; an opening bracket before such code and the punctuation after
   it stay on its line.
 - A test's name in a chapter's test table (docs/doxygen_filter.py writes it in a cell of class
-  book-test-name) gets a <wbr> before each word of it and after each dot, so the
-  narrow test column breaks `ReshapeAndCacheMatchesHostReference` between its words, never
-  inside one, and a copied name has no character the test's own name lacks.
+  book-test-name) gets a <wbr> before each word of it and after each dot, so a name longer than
+  its line (book.css gives it a line of its own; a phone's is narrower than some names) breaks
+  `ReshapeAndCacheMatchesHostReference` between its words, never inside one, and a copied name
+  has no character the test's own name lacks.
 - A date in a table cell ("v1, 2026-11-22" in a column heading) is never broken at its hyphens:
   it gets a span of class `book-date` (white-space: nowrap in book.css).
 - Doxygen writes a "Related Pages" index (pages.html) even with its tab hidden; when it lists
