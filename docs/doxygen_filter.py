@@ -17,8 +17,8 @@ right line:
   gets `\\tableofcontents` appended at the end, so every chapter has the interactive contents in
   its margin.
 - A chapter (labs/NN-*/README.md) reads as three pages: the lesson, `lab_NN` (At a glance, Why
-  this lab exists, Background), the bench, `lab_NN_bench` (Files, Run, What to implement, what
-  the tests prove), and the notes, `lab_NN_review` (Notes, Measured, Check yourself, Going
+  this lab exists, Background), the bench, `lab_NN_bench` (the lab's files, how to run them,
+  the TODO steps and the test table), and the notes, `lab_NN_review` (Notes, Measured, Check yourself, Going
   further, References), so no page is a 16,000 to 30,000 px scroll and the reference material
   sits neither inside the lesson nor inside the work. The README stays one file (the grader,
   `tools/lab hint` and the tests read it whole); the cuts are made here, at its
