@@ -129,8 +129,8 @@ var BookNav = {
   },
 
   /**
-   * A chapter's entry in the sidebar holds its second page, the bench: on the chapter's lesson
-   * the entry is opened, so the page after this one shows under it. (Doxygen's tree marks the
+   * A chapter's entry in the sidebar holds its other two pages, the bench and the notes: on the
+   * chapter's lesson the entry is opened, so the pages after this one show under it. (Doxygen's tree marks the
    * page shown but leaves its branch closed.) Waits for the tree like openChapters.
    */
   openCurrent: function (tries) {

@@ -3,10 +3,11 @@
 the browser check adds Debian's Selenium.
 
 - structure_check: the book's order and shape: the index lists every chapter, in order; each
-  chapter is two pages, its lesson lab_NN.html with the lesson's sections (lab_NN_glance,
-  lab_NN_why, lab_NN_background) and right after it in the sidebar its bench lab_NN_bench.html
-  with the rest (lab_NN_files ... lab_NN_references), each page ending or starting with the
-  link to the other.
+  chapter is three pages, its lesson lab_NN.html with the lesson's sections (lab_NN_glance,
+  lab_NN_why, lab_NN_background), right after it in the sidebar its bench lab_NN_bench.html
+  (lab_NN_files ... lab_NN_tests), then its notes lab_NN_review.html (lab_NN_notes ...
+  lab_NN_references); each page ends with the link on to the next and starts with the link back
+  to the one before.
 - source_check: no `<!-- instructor -->` (or student) marker inside a Markdown table of the
   book's sources (it ends the table; the rows after it print as literal text).
 - reader_text_check: the prose of every page (code and formulas left out) holds no literal
@@ -64,13 +65,15 @@ PAPER_HOSTS = {
 }
 
 # The sections every chapter has, as `lab_NN_<suffix>` ids: the lesson's, on the chapter's first
-# page (lab_NN.html), and the bench's, on its second (lab_NN_bench.html; docs/doxygen_filter.py
-# makes the cut).
+# page (lab_NN.html), the bench's, on its second (lab_NN_bench.html), and the notes', on its third
+# (lab_NN_review.html; docs/doxygen_filter.py makes the cuts).
 LESSON_SECTIONS = ("glance", "why", "background")
-BENCH_SECTIONS = ("files", "run", "implement", "tests", "notes", "check", "further", "references")
-CHAPTER_SECTIONS = LESSON_SECTIONS + BENCH_SECTIONS
-# A chapter's page: its lesson (lab_05.html) or its bench (lab_05_bench.html).
-CHAPTER_PAGE = re.compile(r"lab_(\d\d)(?:_bench)?\.html")
+BENCH_SECTIONS = ("files", "run", "implement", "tests")
+NOTES_SECTIONS = ("notes", "check", "further", "references")
+CHAPTER_SECTIONS = LESSON_SECTIONS + BENCH_SECTIONS + NOTES_SECTIONS
+# A chapter's page: its lesson (lab_05.html), its bench (lab_05_bench.html) or its notes
+# (lab_05_review.html).
+CHAPTER_PAGE = re.compile(r"lab_(\d\d)(?:_bench|_review)?\.html")
 
 # Attributes that load or link something, per tag (HTML and SVG).
 LINK_ATTRS = {
@@ -192,41 +195,50 @@ def structure_check(html_dir: Path, repo: Path) -> list[str]:
         made_up = sorted(i for i in _parse(html_dir / file).ids if i.startswith("autotoc_md"))
         if made_up:
             problems.append(f"{file}: {len(made_up)} heading(s) without an explicit {{#id}}")
-    # Each chapter: the lesson's sections on its first page, the bench's on its second, which
-    # follows it in the sidebar; the lesson ends with a link on to the bench, and the bench
-    # starts with one back to its lesson.
+    # Each chapter: the lesson's sections on its first page, the bench's on its second and the
+    # notes' on its third, which follow it in the sidebar; each page but the last ends with a
+    # link on to the next, and each but the first starts with one back to the page before.
     for nn in expected:
-        lesson, bench = f"lab_{nn}.html", f"lab_{nn}_bench.html"
+        lesson = f"lab_{nn}.html"
         if not (html_dir / lesson).is_file():
             continue
-        if not (html_dir / bench).is_file():
-            problems.append(f"{bench}: missing (lab {nn}'s bench page: docs/doxygen_filter.py "
-                            f"starts it at the heading `## Files {{#lab_{nn}_files}}`)")
+        chapter = [(lesson, LESSON_SECTIONS), (f"lab_{nn}_bench.html", BENCH_SECTIONS),
+                   (f"lab_{nn}_review.html", NOTES_SECTIONS)]
+        missing_pages = [file for file, _ in chapter if not (html_dir / file).is_file()]
+        for file in missing_pages:
+            page, heading = (("bench", "Files") if file.endswith("_bench.html")
+                             else ("notes", "Notes"))
+            problems.append(f"{file}: missing (lab {nn}'s {page} page: docs/doxygen_filter.py "
+                            f"starts it at the heading `## {heading} "
+                            f"{{#lab_{nn}_{heading.lower()}}}`)")
+        if missing_pages:
             continue
-        for file, wanted, elsewhere in ((lesson, LESSON_SECTIONS, BENCH_SECTIONS),
-                                        (bench, BENCH_SECTIONS, LESSON_SECTIONS)):
+        for file, wanted in chapter:
             ids = _parse(html_dir / file).ids
             missing = [f"lab_{nn}_{s}" for s in wanted if f"lab_{nn}_{s}" not in ids]
             if missing:
                 problems.append(f"{file}: no section with id {', '.join(missing)}")
-            stray = [f"lab_{nn}_{s}" for s in elsewhere if f"lab_{nn}_{s}" in ids]
+            stray = [f"lab_{nn}_{s}" for other, sections in chapter if other != file
+                     for s in sections if f"lab_{nn}_{s}" in ids]
             if stray:
-                problems.append(f"{file}: holds section(s) {', '.join(stray)} of the other page "
+                problems.append(f"{file}: holds section(s) {', '.join(stray)} of another page "
                                 f"of its chapter")
-        if bench in pages and pages.index(bench) != pages.index(lesson) + 1:
-            problems.append(f"sidebar: {bench} does not come right after {lesson}")
-        elif bench not in pages:
-            problems.append(f"sidebar: no entry for {bench}")
-        if f'href="{bench}"' not in _way_on(html_dir / lesson):
-            problems.append(f"{lesson}: does not end with the link on to {bench}")
-        if f'href="{lesson}"' not in _bench_intro(html_dir / bench):
-            problems.append(f"{bench}: does not start with the link back to {lesson}")
+        for (before, _), (after, _) in zip(chapter, chapter[1:]):
+            if after not in pages:
+                problems.append(f"sidebar: no entry for {after}")
+            elif before in pages and pages.index(after) != pages.index(before) + 1:
+                problems.append(f"sidebar: {after} does not come right after {before}")
+            if f'href="{after}"' not in _way_on(html_dir / before):
+                problems.append(f"{before}: does not end with the link on to {after}")
+            if f'href="{before}"' not in _bench_intro(html_dir / after):
+                problems.append(f"{after}: does not start with the link back to {before}")
     return problems
 
 
 def _way_on(path: Path) -> str:
-    """The lesson page's way on to its bench: its last block of text, a `book-way-on` box with
-    no text after it ("" where there is none)."""
+    """A chapter page's way on to its next page (the lesson's to its bench, the bench's to its
+    notes): its last block of text, a `book-way-on` box with no text after it ("" where there is
+    none)."""
     text = path.read_text(encoding="utf-8")
     end = text.find("<!-- contents -->")
     text = text if end < 0 else text[:end]
@@ -237,7 +249,8 @@ def _way_on(path: Path) -> str:
 
 
 def _bench_intro(path: Path) -> str:
-    """The bench page's first block of text, which names its lesson."""
+    """The first block of text of a chapter's bench or notes page, which names the page
+    before."""
     text = path.read_text(encoding="utf-8")
     m = re.search(r'<div class="textblock">\s*<div class="book-bench-intro">(.*?)</div>', text,
                   re.S)
@@ -1117,9 +1130,10 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
     if not problems:
         chapters = [f for f, _ in book_pages(html_dir) if re.fullmatch(r"lab_\d\d\.html", f)]
         print(f"  ok: the index and the sidebar list {len(chapters)} chapter(s) in order, "
-              f"each with its {len(CHAPTER_SECTIONS)} sections on two pages, the lesson "
-              f"({len(LESSON_SECTIONS)}) and the bench after it ({len(BENCH_SECTIONS)}), linked "
-              f"both ways; every heading has an explicit id")
+              f"each with its {len(CHAPTER_SECTIONS)} sections on three pages, the lesson "
+              f"({len(LESSON_SECTIONS)}), the bench after it ({len(BENCH_SECTIONS)}) and the "
+              f"notes ({len(NOTES_SECTIONS)}), linked both ways; every heading has an explicit "
+              f"id")
     count += len(problems)
 
     print("== Hints (labs/NN-*/hints.json: three levels per step, every § link a heading)")

@@ -16,13 +16,15 @@ right line:
   `Suite.Test` names and long cells read as a wall of text.) A page without a table of contents
   gets `\\tableofcontents` appended at the end, so every chapter has the interactive contents in
   its margin.
-- A chapter (labs/NN-*/README.md) reads as two pages: the lesson, `lab_NN` (At a glance, Why
-  this lab exists, Background), and the bench, `lab_NN_bench` (Files, Run, What to implement,
-  the tests, Notes, Measured, the questions, References), so neither is a 30,000 px scroll and
-  the reference material no longer sits inside the lesson. The README stays one file (the
-  grader, `tools/lab hint` and the tests read it whole); the cut is made here, at its
-  `## Files {#lab_NN_files}` heading (split_chapter). Every section keeps its id, so a \\ref or
-  a hint's § link to it still resolves, on whichever page it now is.
+- A chapter (labs/NN-*/README.md) reads as three pages: the lesson, `lab_NN` (At a glance, Why
+  this lab exists, Background), the bench, `lab_NN_bench` (the lab's files, how to run them,
+  the TODO steps and the test table), and the notes, `lab_NN_review` (Notes, Measured, Check yourself, Going
+  further, References), so no page is a 16,000 to 30,000 px scroll and the reference material
+  sits neither inside the lesson nor inside the work. The README stays one file (the grader,
+  `tools/lab hint` and the tests read it whole); the cuts are made here, at its
+  `## Files {#lab_NN_files}` and `## Notes {#lab_NN_notes}` headings (split_chapter). Every
+  section keeps its id, so a \\ref or a hint's § link to it still resolves, on whichever page
+  it now is.
 """
 from __future__ import annotations
 
@@ -188,10 +190,11 @@ def tests_table(lines: list[str], lab: str | None = None,
     return out
 
 
-# A chapter's first line, `# Lab 05 — The CUDA kernel: more words {#lab_05}`, and the heading
-# its bench page starts at.
+# A chapter's first line, `# Lab 05 — The CUDA kernel: more words {#lab_05}`, and the headings
+# its bench page and its notes page start at.
 CHAPTER_TITLE = re.compile(r"# (Lab (\d\d) — [^{]*?)\s*\{#lab_(\d\d)\}\s*")
 BENCH_START = re.compile(r"## Files \{#lab_(\d\d)_files\}\s*")
+NOTES_START = re.compile(r"## Notes \{#lab_(\d\d)_notes\}\s*")
 # Doxygen's internal line break: it ends a command's argument (the title of \page) like a new
 # line, but the line count does not move, so every line after the cut keeps its number and a
 # warning still names the README's line.
@@ -203,35 +206,65 @@ def short_title(title: str) -> str:
     return title.split(":", 1)[0].strip()
 
 
+def bench_title(lab: str) -> str:
+    return f"Lab {lab} at the bench"  # = the sidebar's (docs/CMakeLists.txt)
+
+
+def notes_title(lab: str) -> str:
+    return f"Lab {lab}: notes and measurements"  # = the sidebar's (docs/CMakeLists.txt)
+
+
+def _find(lines: list[str], heading: re.Pattern, lab: str, after: int = 0) -> int | None:
+    for i in range(after, len(lines)):
+        start = heading.fullmatch(lines[i].rstrip("\n"))
+        if start and start.group(1) == lab:
+            return i
+    return None
+
+
 def split_chapter(lines: list[str], lab: str) -> list[str]:
-    """The lines of chapter `lab` ("05") cut into its two pages, line for line: the lesson ends
-    with a way on to the bench page (its \\subpage, so the bench is the lesson's child) and its
-    own table of contents, and the bench page, `lab_NN_bench`, starts with a sentence that names
-    its lesson. All of it replaces the `## Files` heading line, with that heading written as the
-    \\section it stands for. A chapter without that heading stays one page."""
+    """The lines of chapter `lab` ("05") cut into its pages, line for line. The lesson ends with
+    a way on to the bench page (its \\subpage, so the bench is the lesson's child) and its own
+    table of contents, and the bench page, `lab_NN_bench`, starts with a sentence that names its
+    lesson; all of it replaces the `## Files` heading line, with that heading written as the
+    \\section it stands for. The same at the `## Notes` heading after it: the bench ends with a
+    way on to the notes page, `lab_NN_review` (its \\subpage), which starts with a sentence
+    that names the bench. A chapter without the `## Files` heading stays one page; one without
+    the `## Notes` heading after it, two."""
     first = CHAPTER_TITLE.fullmatch(lines[0].rstrip("\n")) if lines else None
     if not first or first.group(2) != lab or first.group(3) != lab:
         return lines
-    for i, line in enumerate(lines):
-        start = BENCH_START.fullmatch(line.rstrip("\n"))
-        if start and start.group(1) == lab:
-            break
-    else:
+    i = _find(lines, BENCH_START, lab)
+    if i is None:
         return lines
+    j = _find(lines, NOTES_START, lab, i + 1)
     title = short_title(first.group(1))
-    bench, bench_title = f"lab_{lab}_bench", f"Lab {lab} at the bench"  # = the sidebar's
+    bench, notes = f"lab_{lab}_bench", f"lab_{lab}_review"
+    later = (" The page after it holds the notes, what was measured, the questions to check "
+             "yourself and the references." if j is not None else
+             " It also holds the notes, what was measured, and the questions to check yourself.")
     way_on = (f'<div class="book-way-on"><b>Now to the work.</b> The next page, \\subpage {bench} '
-              f'"{bench_title}", holds the lab\'s files, how to build and run them, the TODO '
-              f'steps, what the tests prove, the notes, what was measured, and the questions to '
-              f'check yourself.</div>')
-    intro = (f'<div class="book-bench-intro">This is the working half of lab {lab}; its lesson, '
+              f'"{bench_title(lab)}", holds the lab\'s files, how to build and run them, the TODO '
+              f'steps and what the tests prove.{later}</div>')
+    intro = (f'<div class="book-bench-intro">This is the working part of lab {lab}; its lesson, '
              f'\\ref lab_{lab} "{title}", explains the ideas the code below puts to work.</div>')
     lines = list(lines)
     # (\\tableofcontents after a space, not a line break: right after \\ilinebr Doxygen 1.9.4
     # leaves it to the page's text, as an unknown command.)
     lines[i] = LINE_BREAK.join([
-        way_on + " \\tableofcontents", f"\\page {bench} {bench_title}", intro,
+        way_on + " \\tableofcontents", f"\\page {bench} {bench_title(lab)}", intro,
         f"\\section lab_{lab}_files Files"]) + "\n"
+    if j is not None:
+        way_on = (f'<div class="book-way-on"><b>When the tests pass.</b> The next page, '
+                  f'\\subpage {notes} "{notes_title(lab)}", holds the notes on the code, what '
+                  f'was measured, the questions to check yourself, where to go further and the '
+                  f'references.</div>')
+        intro = (f'<div class="book-bench-intro">The last part of lab {lab}: notes on the code '
+                 f'of \\ref {bench} "its bench", what was measured, and questions on its lesson, '
+                 f'\\ref lab_{lab} "{title}".</div>')
+        lines[j] = LINE_BREAK.join([
+            way_on + " \\tableofcontents", f"\\page {notes} {notes_title(lab)}", intro,
+            f"\\section lab_{lab}_notes Notes"]) + "\n"
     return lines
 
 

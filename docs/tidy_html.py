@@ -12,9 +12,10 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   them, still wrap at their spaces; an opening bracket before such code and the punctuation after
   it stay on its line.
 - A test's name in a chapter's test table (docs/doxygen_filter.py writes it in a cell of class
-  book-test-name) gets a <wbr> before each word of it and after each dot, so the
-  narrow test column breaks `ReshapeAndCacheMatchesHostReference` between its words, never
-  inside one, and a copied name has no character the test's own name lacks.
+  book-test-name) gets a <wbr> before each word of it and after each dot, so a name longer than
+  its line (book.css gives it a line of its own; a phone's is narrower than some names) breaks
+  `ReshapeAndCacheMatchesHostReference` between its words, never inside one, and a copied name
+  has no character the test's own name lacks.
 - A date in a table cell ("v1, 2026-11-22" in a column heading) is never broken at its hyphens:
   it gets a span of class `book-date` (white-space: nowrap in book.css).
 - Doxygen writes a "Related Pages" index (pages.html) even with its tab hidden; when it lists
@@ -23,11 +24,12 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   page title with a space: both are dropped, so a heading's text is its first line.
 - Figures are numbered per chapter, in order ("Figure 7.3." before the caption of lab_07.html's
   third picture; the introduction, index.html, is chapter 0; the figure gets the anchor
-  fig-<picture name>). A chapter is two pages, its lesson lab_NN.html and its bench
-  lab_NN_bench.html (docs/doxygen_filter.py cuts it), numbered as one: the bench's first figure
-  follows the lesson's last, and so do its formulas and tables. The text refers to a figure as
-  {{fig:lab07_tiles}}, written in the chapter's Markdown, which becomes a link "Figure 7.3" on
-  any page. A reference to a figure no chapter shows stops the build.
+  fig-<picture name>). A chapter is three pages, its lesson lab_NN.html, its bench
+  lab_NN_bench.html and its notes lab_NN_review.html (docs/doxygen_filter.py cuts it), numbered
+  as one: the bench's first figure follows the lesson's last, the notes' the bench's, and so do
+  its formulas and tables. The text refers to a figure as {{fig:lab07_tiles}}, written in the
+  chapter's Markdown, which becomes a link "Figure 7.3" on any page. A reference to a figure no
+  chapter shows stops the build.
 - A chapter's display formulas are numbered per chapter too, (7.1), (7.2), ..., by a \\tag that
   MathJax's AMS extension draws at the right margin.
 - Tables with a caption are numbered too. In the Markdown, a paragraph that starts with
@@ -39,10 +41,11 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   `{tab:NAME}` (`Table: {tab:lab07_smem} Shared memory per block.`), and the text refers to a
   named one as {{tab:NAME}}, which becomes a link "Table 7.2". A reference to no table stops the
   build; a `Table:` paragraph that no table follows is left as it is, for book_check to report.
-- A lab's own pages (lab_NN.html, lab_NN_bench.html, given_code_labNN.html) never link into
-  another lab's header: Doxygen resolves a name that two labs' headers both define (kNumThreads,
-  kWarpSize, cuda_device_present) to the first it met, so lab 06's code linked to lab 05's
-  constants and showed their tooltips. Such a link is dropped and its text kept.
+- A lab's own pages (lab_NN.html, lab_NN_bench.html, lab_NN_review.html,
+  given_code_labNN.html) never link into another lab's header: Doxygen resolves a name that
+  two labs' headers both define (kNumThreads, kWarpSize, cuda_device_present) to the first it
+  met, so lab 06's code linked to lab 05's constants and showed their tooltips. Such a link is
+  dropped and its text kept.
 Standard library only; a page is rewritten only when something changed.
 """
 from __future__ import annotations
@@ -79,27 +82,28 @@ DATE_SPAN = '<span class="book-date">'
 # A chapter's picture as Doxygen writes `\image html NAME.svg "caption"`, up to its caption's text.
 FIGURE = re.compile(r'<div class="image">(\n<(?:object|img)\b[^>]*?\b(?:data|src)="([\w.-]+?)'
                     r'\.(?:svg|png)"[^>]*>(?:</object>)?\n?<div class="caption">\n?)')
-# A chapter's page, its lesson or its bench; the introduction is chapter 0.
-CHAPTER_PAGE = re.compile(r"^(?:lab_(\d\d)(_bench)?|index)\.html$")
+# A chapter's page, its lesson, its bench or its notes; the introduction is chapter 0.
+CHAPTER_PAGE = re.compile(r"^(?:lab_(\d\d)(_bench|_review)?|index)\.html$")
 
 
 def chapter_pages(names) -> list[str]:
     """The chapter pages among `names`, in reading order: by chapter, each lesson before its
-    bench (what numbers a chapter's figures, formulas and tables as one sequence)."""
-    def key(name: str) -> tuple[int, bool]:
+    bench and the bench before its notes (what numbers a chapter's figures, formulas and tables
+    as one sequence)."""
+    def key(name: str) -> tuple[int, int]:
         m = CHAPTER_PAGE.match(name)
-        return int(m.group(1) or 0), bool(m.group(2))
+        return int(m.group(1) or 0), ("", "_bench", "_review").index(m.group(2) or "")
     return sorted((name for name in names if CHAPTER_PAGE.match(name)), key=key)
 FIGURE_REFERENCE = re.compile(r"\{\{fig:([\w.-]+)\}\}")
 
 
 def number_figures(pages: dict[str, str]) -> dict[str, str]:
-    """Numbers the figures of the chapter pages (lab_NN.html, then lab_NN_bench.html: Figure
-    N.1, N.2, ... in order) and resolves every {{fig:NAME}} on every page to a link to it;
-    `pages` maps a page's file name to its HTML. Raises ValueError naming the page and the name
-    of a reference to no figure."""
+    """Numbers the figures of the chapter pages (lab_NN.html, then lab_NN_bench.html, then
+    lab_NN_review.html: Figure N.1, N.2, ... in order) and resolves every {{fig:NAME}} on every
+    page to a link to it; `pages` maps a page's file name to its HTML. Raises ValueError naming
+    the page and the name of a reference to no figure."""
     numbers: dict[str, tuple[str, str]] = {}  # picture name -> (page, "N.M")
-    counts: dict[int, int] = {}  # chapter -> figures numbered so far (its lesson's, then bench's)
+    counts: dict[int, int] = {}  # chapter -> figures numbered so far (lesson, bench, notes)
     for name in chapter_pages(pages):
         chapter = int(CHAPTER_PAGE.match(name).group(1) or 0)
         for figure in FIGURE.finditer(pages[name]):
@@ -132,7 +136,7 @@ DISPLAY_FORMULA = re.compile(r'(<p class="formulaDsp">\n\\\[)(.*?)(\\\]\n</p>)',
 
 
 def number_formulas(name: str, text: str, start: int = 0) -> str:
-    """Tags every display formula of a chapter page (lab_NN.html, lab_NN_bench.html) with
+    """Tags every display formula of a chapter page (lab_NN.html, _bench, _review) with
     (N.start+1), (N.start+2), ... in order; other pages, and formulas that carry a tag already,
     are left as they are."""
     chapter = CHAPTER_PAGE.match(name)
@@ -152,7 +156,7 @@ def number_formulas(name: str, text: str, start: int = 0) -> str:
 
 def number_all_formulas(pages: dict[str, str]) -> dict[str, str]:
     """number_formulas over every page, a chapter's bench going on from its lesson's last
-    number."""
+    number and its notes from the bench's."""
     out = dict(pages)
     counts: dict[int, int] = {}
     for name in chapter_pages(pages):
@@ -256,7 +260,7 @@ def _breakable_name(m: re.Match) -> str:
 
 # A lab's pages (lab_06.html, given_code_lab06.html) and the Doxygen page of a lab's header, by
 # the lab's number: labs/06-*/paged_attention_v2.hpp is paged__attention__v2_8hpp.html.
-LAB_PAGE = re.compile(r"(?:lab_|given_code_lab)(\d\d)(?:_bench)?\.html")
+LAB_PAGE = re.compile(r"(?:lab_|given_code_lab)(\d\d)(?:_bench|_review)?\.html")
 HEADER_LINK = re.compile(r'<a class="(?:el|code[^"]*)" href="([\w]+_8hpp)\.html#\w+"[^>]*>([^<]*)</a>')
 
 

@@ -1,5 +1,5 @@
 """Lab 01's pictures (labs/01-paged-gather/README.md)."""
-from svgfig import FREE, INK, MUTED, POISON, SIZE_SMALL, SIZE_TITLE, Figure, hue
+from svgfig import FREE, INK, MUTED, POISON, RULE, SIZE_SMALL, SIZE_TITLE, Figure, hue
 
 BLOCK_SIZE = 4
 SEQ_LEN = 10
@@ -32,29 +32,42 @@ def slots() -> Figure:
               rx=0, mono=True, size=SIZE_SMALL)
         f.arrow(cx, toks.bottom(0), cx, 119, color=hue(j).ink)
 
-    # The pool: NUM_BLOCKS blocks of BLOCK_SIZE rows, drawn left to right.
-    px, cw = 26, 16
+    # The pool: NUM_BLOCKS blocks of BLOCK_SIZE rows, drawn left to right. The blocks of this
+    # sequence are drawn wide, so their rows' tokens read at a glance; the others, which hold
+    # nothing of it, narrow, each named by its number alone.
+    px, wide, narrow, ph, py = 26, 30, 11, 28, 206
     f.text(10, 186, "the pool", size=SIZE_TITLE, weight="bold")
     holder = {}
     for t in range(SEQ_LEN):
         holder[BLOCK_TABLE[t // BLOCK_SIZE] * BLOCK_SIZE + t % BLOCK_SIZE] = t
     last_block = BLOCK_TABLE[-1]
-
-    def cell(r, c):
+    lefts, x = [], px  # the left edge of each row of the pool
+    for c in range(NUM_BLOCKS * BLOCK_SIZE + 1):
+        lefts.append(x)
+        x += wide if c // BLOCK_SIZE in BLOCK_TABLE else narrow
+    for c in range(NUM_BLOCKS * BLOCK_SIZE):
+        w = lefts[c + 1] - lefts[c]
         if c in holder:
-            return str(holder[c]), hue(holder[c] // BLOCK_SIZE)
-        if c // BLOCK_SIZE == last_block:
-            return "×", POISON  # the unused tail of the last block
-        return "", FREE
-    pool = f.grid(px, 206, 1, NUM_BLOCKS * BLOCK_SIZE, cw, 28, cell, size=SIZE_SMALL)
+            label, colour = str(holder[c]), hue(holder[c] // BLOCK_SIZE)
+        elif c // BLOCK_SIZE == last_block:
+            label, colour = "×", POISON  # the unused tail of the last block
+        else:
+            label, colour = "", FREE
+        f.rect(lefts[c], py, w, ph, fill=colour.fill if hasattr(colour, "fill") else colour,
+               stroke="#ffffff", sw=1.5)
+        if label:
+            f.text(lefts[c] + w / 2, py + ph / 2, label, size=SIZE_SMALL, anchor="middle",
+                   mono=True)
+    end_x = lefts[-1]
+    f.rect(px, py, end_x - px, ph, stroke=RULE, sw=1)
     for b in range(NUM_BLOCKS):
-        x0, x1 = pool.left(b * BLOCK_SIZE), pool.right(b * BLOCK_SIZE + BLOCK_SIZE - 1)
+        x0, x1 = lefts[b * BLOCK_SIZE], lefts[(b + 1) * BLOCK_SIZE]
         f.line(x0, 202, x0, 238, stroke=INK, sw=1)
-        f.text((x0 + x1) / 2, 250, f"block {b}", size=SIZE_SMALL, anchor="middle", fill=MUTED)
-    f.line(pool.right(NUM_BLOCKS * BLOCK_SIZE - 1), 202, pool.right(NUM_BLOCKS * BLOCK_SIZE - 1),
-           238, stroke=INK, sw=1)
+        f.text((x0 + x1) / 2, 250, f"block {b}" if b in BLOCK_TABLE else str(b), size=SIZE_SMALL,
+               anchor="middle", fill=MUTED)
+    f.line(end_x, 202, end_x, 238, stroke=INK, sw=1)
     for j, block in enumerate(BLOCK_TABLE):
-        target = (pool.left(block * BLOCK_SIZE) + pool.right(block * BLOCK_SIZE + 3)) / 2
+        target = (lefts[block * BLOCK_SIZE] + lefts[(block + 1) * BLOCK_SIZE]) / 2
         f.arrow(centres[j], 148, target, 205, color=hue(j).ink)
 
     # Token 6, worked through: outlined in the sequence and in the pool.
@@ -62,7 +75,7 @@ def slots() -> Figure:
     j, o = t // BLOCK_SIZE, t % BLOCK_SIZE
     slot = BLOCK_TABLE[j] * BLOCK_SIZE + o
     f.rect(toks.left(t), toks.top(0), tw, 34, stroke=INK, sw=2.5)
-    f.rect(pool.left(slot), pool.top(0), cw, 28, stroke=INK, sw=2.5)
+    f.rect(lefts[slot], py, lefts[slot + 1] - lefts[slot], ph, stroke=INK, sw=2.5)
     f.text(10, 284, f"token {t}: logical block ⌊{t} / {BLOCK_SIZE}⌋ = {j}, "
            f"block_table[{j}] = {BLOCK_TABLE[j]}, offset {t} mod {BLOCK_SIZE} = {o} → "
            f"slot {BLOCK_TABLE[j]} · {BLOCK_SIZE} + {o} = {slot}", size=SIZE_SMALL, mono=True)

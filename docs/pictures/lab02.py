@@ -34,7 +34,7 @@ def stream() -> Figure:
             f.text(x + 48, 72, f"block {b}", size=SIZE_SMALL, anchor="middle", fill=MUTED)
 
     # The state chain.
-    y, h = 150, 52
+    y, h = 116, 52
     f.box(10, y, 96, h, ["m = −∞", "denom = 0", "acc = 0"], fill=STATE.fill, stroke=STATE.ink,
           size=SIZE_SMALL, mono=True)
     prev_right = 106
@@ -45,10 +45,13 @@ def stream() -> Figure:
               stroke=STATE.ink, size=SIZE_SMALL)
         f.arrow(prev_right, y + h / 2, x, y + h / 2, color=STATE.ink)
         prev_right = x + 124
-        # The read: from the physical block down to the step that folds it in.
+        # The read: the physical block is named under the pool by the logical block it holds,
+        # in that block's colour, and under the step that folds it in (arrows from the pool to
+        # the steps would cross: the table is not in order).
         src = (pool.left(block * BLOCK_SIZE) + pool.right(block * BLOCK_SIZE + 3)) / 2
         valid = last - first + 1
-        f.arrow(src, 66 + 12, x + 62, y - 1, color=hue(j).ink, dash="5 3")
+        f.text(src, 90, f"logical {j}", size=SIZE_SMALL, anchor="middle", fill=hue(j).ink,
+               weight="bold")
         f.text(x + 62, y + h + 14, f"+ logical block {j}", size=SIZE_SMALL, anchor="middle",
                fill=hue(j).ink, weight="bold")
         f.text(x + 62, y + h + 28, f"(block {block}, {valid} valid row{'s' if valid > 1 else ''})",

@@ -30,13 +30,16 @@ def thread_map() -> Figure:
     # 1. The threads.
     f.text(10, 14, f"1. The thread block: {NUM_THREADS} threads = {NUM_WARPS} warps × 32 lanes; "
            f"thread group g = lanes 2g, 2g + 1 (TG = {G})", size=SIZE, weight="bold")
-    cw, ch = 20, 18  # 20 px: two digits of 13 px mono with a gap between cells
-    gx, gy = 62, 30
+    cw, ch = 20, 18
+    gx, gy = 62, 42
 
-    def thread_cell(w, lane):  # the lane, numbered in warp 0's row only (a column is one lane)
-        return (str(lane) if w == 0 else ""), rank_fill(WARPS[w], lane % G)
+    def thread_cell(w, lane):  # a column is one lane; every fourth is numbered above the grid
+        return "", rank_fill(WARPS[w], lane % G)
     g = f.grid(gx, gy, NUM_WARPS, WARP_SIZE, cw, ch, thread_cell, size=SIZE_SMALL,
                row_labels=[f"warp {w}" for w in range(NUM_WARPS)])
+    for lane in [*range(0, WARP_SIZE, 4), WARP_SIZE - 1]:
+        f.text(g.cx(lane), gy - 6, str(lane), size=SIZE_SMALL, anchor="middle", fill=MUTED,
+               mono=True)
     f.text(gx + g.width + 8, gy + 51, "column: lane l,", size=SIZE_SMALL, fill=MUTED)
     f.text(gx + g.width + 8, gy + 65, "thread 32ω+l", size=SIZE_SMALL, fill=MUTED)
     for k in range(WARP_SIZE // G + 1):
@@ -49,7 +52,7 @@ def thread_map() -> Figure:
     f.text(gx + g.width + 8, gy + 23, "dark: rank 1", size=SIZE_SMALL, fill=MUTED)
 
     # 2. Warps to logical blocks.
-    y2 = 140
+    y2 = 150
     f.text(10, y2, "2. Warp ω takes the logical blocks ω, ω + 4, ω + 8, … of the sequence "
            "(here 12 blocks, 180 tokens)", size=SIZE, weight="bold")
     bw = 60
@@ -62,7 +65,7 @@ def thread_map() -> Figure:
     f.text(72 + 12 * bw + 6, y2 + 29, "…", size=SIZE)
 
     # 3. Inside one block: tokens to groups, 16-byte chunks to ranks.
-    y3 = 232
+    y3 = 242
     f.text(10, y3, "3. In a block of warp 0: group g reads token g; rank r, bytes 8r … 8r + 7 "
            "of each chunk", size=SIZE, weight="bold")
     f.text(10, y3 + 17, f"key_cache[block, kv_head, chunk ν, token, 0 … 7]: a row is chunk ν of "

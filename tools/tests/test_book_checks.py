@@ -513,45 +513,64 @@ class TestTableCaptionTest(unittest.TestCase):
 
 
 class ChapterSplitTest(unittest.TestCase):
-    """A chapter reads as two pages, its lesson (lab_NN.html: At a glance, Why, Background) and
-    its bench (lab_NN_bench.html: Files to References), cut from the one README by
-    docs/doxygen_filter.py; docs/book_check.py holds the built book to that shape, and
-    docs/tidy_html.py numbers the two pages' figures, formulas and tables as one chapter."""
+    """A chapter reads as three pages, its lesson (lab_NN.html: At a glance, Why, Background),
+    its bench (lab_NN_bench.html: Files to the tests) and its notes (lab_NN_review.html: Notes to
+    References), cut from the one README by docs/doxygen_filter.py; docs/book_check.py holds the
+    built book to that shape, and docs/tidy_html.py numbers the pages' figures, formulas and
+    tables as one chapter."""
 
     README = ["# Lab 05 — The kernel: and more {#lab_05}\n", "\n", "Lesson.\n", "\n",
               "## Background {#lab_05_background}\n", "\n", "- a list item that a line after it\n",
               "  would continue\n", "\n", "## Files {#lab_05_files}\n", "\n", "Files.\n", "\n",
-              "## What the tests prove {#lab_05_tests}\n", "\n", "Tests.\n"]
+              "## What the tests prove {#lab_05_tests}\n", "\n", "Tests.\n", "\n",
+              "## Notes {#lab_05_notes}\n", "\n", "Notes.\n", "\n",
+              "## References {#lab_05_references}\n", "\n", "Papers.\n"]
 
     @staticmethod
     def filter_module():
         return TestTableCaptionTest.filter_module()
 
-    def test_the_filter_cuts_the_chapter_at_its_files_heading_line_for_line(self):
-        out = self.filter_module().split_chapter(self.README, "05")
-        self.assertEqual(len(out), len(self.README))  # Doxygen's warnings keep their line numbers
-        cut = self.README.index("## Files {#lab_05_files}\n")
-        self.assertEqual(out[:cut], self.README[:cut])
-        self.assertEqual(out[cut + 1:], self.README[cut + 1:])
-        line = out[cut]
-        # The lesson ends with its way on and its own contents, then the bench page starts,
-        # names its lesson, and opens with the Files section under its old id.
-        page = "\\page lab_05_bench Lab 05 at the bench"
-        lesson = '\\ref lab_05 "Lab 05 — The kernel"'
-        for before, after in (("\\subpage lab_05_bench", "\\tableofcontents"),
-                              ("\\tableofcontents", page), (page, lesson),
-                              (lesson, "\\section lab_05_files Files")):
+    def _in_order(self, line: str, *parts: str) -> None:
+        for before, after in zip(parts, parts[1:]):
             self.assertIn(before, line)
             self.assertIn(after, line)
             self.assertLess(line.index(before), line.index(after), (before, after))
+
+    def test_the_filter_cuts_the_chapter_at_its_files_and_notes_headings_line_for_line(self):
+        out = self.filter_module().split_chapter(self.README, "05")
+        self.assertEqual(len(out), len(self.README))  # Doxygen's warnings keep their line numbers
+        files = self.README.index("## Files {#lab_05_files}\n")
+        notes = self.README.index("## Notes {#lab_05_notes}\n")
+        self.assertEqual(out[:files], self.README[:files])
+        self.assertEqual(out[files + 1:notes], self.README[files + 1:notes])
+        self.assertEqual(out[notes + 1:], self.README[notes + 1:])
+        # The lesson ends with its way on and its own contents, then the bench page starts,
+        # names its lesson, and opens with the Files section under its old id.
+        line = out[files]
+        self._in_order(line, "\\subpage lab_05_bench", "\\tableofcontents",
+                       "\\page lab_05_bench Lab 05 at the bench",
+                       '\\ref lab_05 "Lab 05 — The kernel"', "\\section lab_05_files Files")
         self.assertTrue(line.endswith("\\section lab_05_files Files\n"), line)
         self.assertEqual(line.count("\n"), 1)  # the breaks inside are Doxygen's \ilinebr
+        # The same at Notes: the bench ends with its way on, the notes page names the bench.
+        line = out[notes]
+        self._in_order(line, "\\subpage lab_05_review", "\\tableofcontents",
+                       "\\page lab_05_review Lab 05: notes and measurements",
+                       "\\ref lab_05_bench", "\\section lab_05_notes Notes")
+        self.assertTrue(line.endswith("\\section lab_05_notes Notes\n"), line)
+        self.assertEqual(line.count("\n"), 1)
 
     def test_a_chapter_without_its_files_heading_stays_one_page(self):
         module = self.filter_module()
         readme = [line for line in self.README if not line.startswith("## Files")]
         self.assertEqual(module.split_chapter(readme, "05"), readme)
         self.assertEqual(module.split_chapter(self.README, "06"), self.README)  # not its chapter
+
+    def test_a_chapter_without_its_notes_heading_is_two_pages(self):
+        readme = [line for line in self.README if not line.startswith("## Notes")]
+        out = self.filter_module().split_chapter(readme, "05")
+        self.assertIn("\\page lab_05_bench", "".join(out))
+        self.assertNotIn("lab_05_review", "".join(out))
 
     def _site(self, tmp: Path, split: bool) -> tuple[Path, Path]:
         site = Site(tmp)
@@ -561,13 +580,19 @@ class ChapterSplitTest(unittest.TestCase):
                                        for i in ids)  # noqa: E731
         lesson = anchors(*check.LESSON_SECTIONS)
         bench = anchors(*check.BENCH_SECTIONS)
+        notes = anchors(*check.NOTES_SECTIONS)
         if split:
             site.page("lab_05.html", lesson + '<div class="book-way-on">On: <a class="el" '
                                               'href="lab_05_bench.html">bench</a></div>')
             site.page("lab_05_bench.html", '<div class="book-bench-intro">Of <a class="el" '
-                                           'href="lab_05.html">Lab 05</a>.</div>' + bench)
+                                           'href="lab_05.html">Lab 05</a>.</div>' + bench
+                      + '<div class="book-way-on">On: <a class="el" '
+                        'href="lab_05_review.html">notes</a></div>')
+            site.page("lab_05_review.html", '<div class="book-bench-intro">After <a class="el" '
+                                            'href="lab_05_bench.html">the bench</a>.</div>'
+                      + notes)
         else:
-            site.page("lab_05.html", lesson + bench)
+            site.page("lab_05.html", lesson + bench + notes)
         repo = tmp / "repo"
         (repo / "labs" / "05-kernel").mkdir(parents=True)
         (repo / "labs" / "05-kernel" / "README.md").write_text("# Lab 05 — K {#lab_05}\n")
@@ -578,6 +603,7 @@ class ChapterSplitTest(unittest.TestCase):
             html, repo = self._site(Path(tmp), split=False)
             problems = check.structure_check(html, repo)
             self.assertTrue(any("lab_05_bench.html: missing" in p for p in problems), problems)
+            self.assertTrue(any("lab_05_review.html: missing" in p for p in problems), problems)
         with tempfile.TemporaryDirectory() as tmp:
             html, repo = self._site(Path(tmp), split=True)
             self.assertEqual(check.structure_check(html, repo), [])
@@ -589,25 +615,44 @@ class ChapterSplitTest(unittest.TestCase):
             (html / "lab_05.html").write_text(
                 lesson.replace('href="lab_05_bench.html"', 'href="lab_06.html"')
                 .replace("</h1>", '</h1><a class="anchor" id="lab_05_tests"></a>', 1))
+            bench = (html / "lab_05_bench.html").read_text(encoding="utf-8")
+            (html / "lab_05_bench.html").write_text(
+                bench.replace('href="lab_05_review.html"', 'href="lab_06.html"')
+                .replace("</h1>", '</h1><a class="anchor" id="lab_05_measured"></a>'
+                                  '<a class="anchor" id="lab_05_check"></a>', 1))
+            review = (html / "lab_05_review.html").read_text(encoding="utf-8")
+            (html / "lab_05_review.html").write_text(
+                review.replace('href="lab_05_bench.html"', 'href="lab_05.html"'))
             problems = "\n".join(check.structure_check(html, repo))
-            self.assertIn("lab_05.html: holds section(s) lab_05_tests of the other page", problems)
+            self.assertIn("lab_05.html: holds section(s) lab_05_tests of another page", problems)
             self.assertIn("lab_05.html: does not end with the link on to lab_05_bench.html",
                           problems)
+            self.assertIn("lab_05_bench.html: holds section(s) lab_05_check of another page",
+                          problems)
+            self.assertIn("lab_05_bench.html: does not end with the link on to "
+                          "lab_05_review.html", problems)
+            self.assertIn("lab_05_review.html: does not start with the link back to "
+                          "lab_05_bench.html", problems)
 
-    def test_figures_formulas_and_tables_go_on_from_the_lesson_to_the_bench(self):
+    def test_figures_formulas_and_tables_go_on_from_the_lesson_to_the_bench_and_notes(self):
         tidy = _load_tidy()
         figure = FigureNumbersTest.figure
         formula = '<p class="formulaDsp">\n\\[ a = b \\]\n</p>'
         table = "<p >Table: T.</p>\n" + TableNumbersTest.TABLE
-        pages = {"lab_05_bench.html": figure("bench_plot") + formula + table,
+        pages = {"lab_05_review.html": figure("measured") + formula + table,
+                 "lab_05_bench.html": figure("bench_plot") + formula + table,
                  "lab_05.html": figure("layout") + figure("warps") + formula + formula + table,
                  "lab_06.html": figure("split") + formula + table}
-        order = ["lab_05.html", "lab_05_bench.html", "lab_06.html"]
+        order = ["lab_05.html", "lab_05_bench.html", "lab_05_review.html", "lab_06.html"]
         out = tidy.number_tables(tidy.number_figures(tidy.number_all_formulas(pages)), order)
         bench = out["lab_05_bench.html"]
         self.assertIn("Figure 5.3.", bench)
         self.assertIn("\\tag{5.3}", bench)
         self.assertIn("Table 5.2.", bench)
+        review = out["lab_05_review.html"]
+        self.assertIn("Figure 5.4.", review)
+        self.assertIn("\\tag{5.4}", review)
+        self.assertIn("Table 5.3.", review)
         self.assertIn("Figure 6.1.", out["lab_06.html"])  # the next chapter starts again
         self.assertIn("\\tag{6.1}", out["lab_06.html"])
         self.assertIn("Table 6.1.", out["lab_06.html"])
@@ -619,28 +664,37 @@ BOOK = ROOT / "build" / "docs" / "html"
 @unittest.skipUnless((BOOK / "lab_05.html").is_file(), f"the book is not built ({BOOK})")
 class BuiltBookSplitTest(unittest.TestCase):
     """The built book (tools/lab docs): lab 05's lesson ends with its background, before Files,
-    and its bench page holds the rest, right after it in the sidebar."""
+    its bench page holds the work up to the tests, and its notes page the rest, the two right
+    after it in the sidebar."""
 
     @staticmethod
     def text(page: str) -> str:
         html = (BOOK / page).read_text(encoding="utf-8")
         return html[html.find('<div class="contents">'):html.find("<!-- contents -->")]
 
-    def test_lab_05s_lesson_stops_before_files_and_its_bench_holds_the_tests(self):
-        self.assertTrue((BOOK / "lab_05_bench.html").is_file(),
-                        f"no lab_05_bench.html in {BOOK}: lab 05 is still one page (a book built "
-                        f"before the split? build it again: tools/lab docs)")
+    def test_lab_05s_lesson_stops_before_files_its_bench_holds_the_tests_its_notes_the_rest(self):
+        for page in ("lab_05_bench.html", "lab_05_review.html"):
+            self.assertTrue((BOOK / page).is_file(),
+                            f"no {page} in {BOOK}: a book built before the split? build it "
+                            f"again: tools/lab docs")
         lesson, bench = self.text("lab_05.html"), self.text("lab_05_bench.html")
+        review = self.text("lab_05_review.html")
         self.assertIn('id="lab_05_background"', lesson)
-        for moved in ("lab_05_files", "lab_05_tests", "lab_05_measured", "lab_05_references"):
+        for moved in ("lab_05_files", "lab_05_tests"):
             self.assertNotIn(f'id="{moved}"', lesson)
             self.assertIn(f'id="{moved}"', bench)
+        for moved in ("lab_05_notes", "lab_05_measured", "lab_05_check", "lab_05_references"):
+            self.assertNotIn(f'id="{moved}"', lesson)
+            self.assertNotIn(f'id="{moved}"', bench)
+            self.assertIn(f'id="{moved}"', review)
         self.assertIn("What the tests prove</h1>", bench)
         self.assertNotIn("What the tests prove</h1>", lesson)
         self.assertIn('href="lab_05_bench.html"', lesson[lesson.rfind("book-way-on"):])
+        self.assertIn('href="lab_05_review.html"', bench[bench.rfind("book-way-on"):])
         pages = [file for file, _ in check.book_pages(BOOK)]
         at = pages.index("lab_05.html")
-        self.assertEqual(pages[at:at + 3], ["lab_05.html", "lab_05_bench.html", "lab_06.html"])
+        self.assertEqual(pages[at:at + 4], ["lab_05.html", "lab_05_bench.html",
+                                            "lab_05_review.html", "lab_06.html"])
 
 
 class FigureLinksTest(unittest.TestCase):
