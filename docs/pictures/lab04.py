@@ -111,7 +111,7 @@ def pool_views() -> Figure:
     g = f.grid(fx, fy, NUM_BLOCKS * BLOCK_SIZE, width, cw, ch, flat,
                row_labels=[f"slot {r}" for r in range(NUM_BLOCKS * BLOCK_SIZE)],
                col_labels=col_labels, label_size=SIZE_SMALL)
-    f.text(fx + g.width / 2, 34, "column h·δ = kv head h, dim δ", size=SIZE_SMALL, anchor="middle",
+    f.text(fx + g.width / 2, 34, "column (h_{kv}, δ) = kv head h_{kv}, dim δ", size=SIZE_SMALL, anchor="middle",
            fill=MUTED)
     f.line(g.left(D), g.top(0), g.left(D), g.bottom(g.rows - 1), stroke=INK, sw=1.5)
     f.rect(fx, g.top(EXAMPLE_SLOT), g.width, ch, stroke=INK, sw=2.5)

@@ -26,7 +26,7 @@ def thread_map() -> Figure:
     f = Figure(820, 478, "Who reads what in the q·k phase",
                "float16, block_size 16, head_size 128: 128 threads in 4 warps; warp ω takes "
                "logical blocks ω, ω+4, ...; thread group g (2 threads) takes token g of each; "
-               "rank r reads the r-th 8 bytes of every 16-byte chunk of that token's key.")
+               "rank ρ reads the ρ-th 8 bytes of every 16-byte chunk of that token's key.")
     # 1. The threads.
     f.text(10, 14, f"1. The thread block: {NUM_THREADS} threads = {NUM_WARPS} warps × 32 lanes; "
            f"thread group g = lanes 2g, 2g + 1 (TG = {G})", size=SIZE, weight="bold")
@@ -40,8 +40,8 @@ def thread_map() -> Figure:
     for lane in [*range(0, WARP_SIZE, 4), WARP_SIZE - 1]:
         f.text(g.cx(lane), gy - 6, str(lane), size=SIZE_SMALL, anchor="middle", fill=MUTED,
                mono=True)
-    f.text(gx + g.width + 8, gy + 51, "column: lane l,", size=SIZE_SMALL, fill=MUTED)
-    f.text(gx + g.width + 8, gy + 65, "thread 32ω+l", size=SIZE_SMALL, fill=MUTED)
+    f.text(gx + g.width + 8, gy + 51, "column: lane μ,", size=SIZE_SMALL, fill=MUTED)
+    f.text(gx + g.width + 8, gy + 65, "thread 32ω+μ", size=SIZE_SMALL, fill=MUTED)
     for k in range(WARP_SIZE // G + 1):
         x = g.left(k * G) if k < WARP_SIZE // G else g.right(WARP_SIZE - 1)
         f.line(x, gy, x, g.bottom(NUM_WARPS - 1), stroke=INK, sw=0.8)
@@ -66,7 +66,7 @@ def thread_map() -> Figure:
 
     # 3. Inside one block: tokens to groups, 16-byte chunks to ranks.
     y3 = 242
-    f.text(10, y3, "3. In a block of warp 0: group g reads token g; rank r, bytes 8r … 8r + 7 "
+    f.text(10, y3, "3. In a block of warp 0: group g reads token g; rank ρ, bytes 8ρ … 8ρ + 7 "
            "of each chunk", size=SIZE, weight="bold")
     f.text(10, y3 + 17, f"key_cache[block, kv_head, chunk ν, token, 0 … 7]: a row is chunk ν of "
            f"all {BLOCK_SIZE} tokens ({BLOCK_SIZE * 16} contiguous bytes)",
