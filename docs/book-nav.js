@@ -145,7 +145,7 @@ var BookNav = {
   },
 
   /**
-   * The "Contents" button of a narrow window (below 1000 px, where book.css folds the sidebar
+   * The "☰ Chapters" button of a narrow window (below 1000 px, where book.css folds the sidebar
    * away so the text gets the whole width): it opens and closes the sidebar. Wider windows
    * never show it.
    */
@@ -153,7 +153,7 @@ var BookNav = {
     var button = document.createElement("button");
     button.type = "button";
     button.className = "book-contents-toggle";
-    button.textContent = "\u2630 Contents";
+    button.textContent = "\u2630 Chapters";
     function remember(open) {  // the choice holds for the next page of this visit
       try { window.sessionStorage.setItem("bookContentsOpen", open ? "1" : "0"); } catch (e) {}
     }

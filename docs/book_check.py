@@ -440,7 +440,7 @@ MIN_FIGURE_TEXT_PX = 11
 # The content column (its scrollbar shown) at each window width of WIDTHS, the narrowest of the
 # book's pages as the browser measures it with docs/book.css (the browser check prints them): the
 # no-browser estimate draws each figure in these. At 900 px book.css folds the sidebar away behind
-# a "Contents" button, so the column is wider there than at 1000 px.
+# a "☰ Chapters" button, so the column is wider there than at 1000 px.
 COLUMN_AT = {1400: 808, 1920: 991, 1200: 853, 1000: 723, 900: 853}
 COLUMN_PX = COLUMN_AT[1400]
 

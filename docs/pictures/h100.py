@@ -66,10 +66,11 @@ def batch_bars(f: Figure, x0: float, scale: float, y: float, read_gbps: float,
                target_pct: float | None, bars: list) -> None:
     """One batch's bars from x0, 15 px apart from y: `bars` holds (hue, GB/s or None, label,
     text where the figure is missing, bold?). Behind them the target band (target_pct of the
-    read) and the read's tick. No text sits on a bar, in the band or across the tick: a figure's
-    label goes after its bar's end where it ends before the band (or the tick), else past the
-    tick; the text of a missing figure likewise. The caller leaves room right of the tick
-    (LABEL_ROOM)."""
+    read) and the read's tick. A figure's label stays with its own bar: after the bar's end
+    where it ends before the band (or the tick), else inside the bar, right-aligned at its end,
+    in the hue's ink on the bar's own fill; never across the tick away from the bar. The text of
+    a missing figure goes where the bar would start, or past the tick where it would reach the
+    band. The caller leaves room right of the tick (LABEL_ROOM)."""
     height = 15 * len(bars) + 1
     read_x = x0 + read_gbps * scale
     band_x = read_x
@@ -78,19 +79,27 @@ def batch_bars(f: Figure, x0: float, scale: float, y: float, read_gbps: float,
         f.rect(band_x, y, read_x - band_x, height, fill=STATE.fill, stroke=None)
     f.line(read_x, y - 2, read_x, y + height + 2, stroke=INK, sw=2)
 
-    def clear(x: float, text: str, bold: bool) -> float:
-        """x, or past the tick where text at x would reach the band or the tick."""
-        w = text_width(text, SIZE_SMALL) * (1.06 if bold else 1.0)
-        return read_x + 6 if x < read_x + 4 and x + w > band_x - 3 else x
+    def width(text: str, bold: bool) -> float:
+        return text_width(text, SIZE_SMALL) * (1.06 if bold else 1.0)
+
+    def reaches(x: float, text: str, bold: bool) -> bool:
+        """Text at x would run into the band or across the tick."""
+        return x < read_x + 4 and x + width(text, bold) > band_x - 3
 
     for j, (style, gbps, label, missing, bold) in enumerate(bars):
-        by = y + 2 + 15 * j
+        by = y + 1 + 15 * j
         if gbps is None:
-            f.text(clear(x0 + 4, missing, False), by + 6, missing, size=SIZE_SMALL, fill=MUTED)
+            x = read_x + 6 if reaches(x0 + 4, missing, False) else x0 + 4
+            f.text(x, by + 7, missing, size=SIZE_SMALL, fill=MUTED)
             continue
-        f.rect(x0, by, gbps * scale, 12, fill=style.fill, stroke=style.ink, sw=1)
-        f.text(clear(x0 + gbps * scale + 5, label, bold), by + 6, label, size=SIZE_SMALL,
-               fill=style.ink, weight="bold" if bold else "normal")
+        end = x0 + gbps * scale
+        f.rect(x0, by, gbps * scale, 13, fill=style.fill, stroke=style.ink, sw=1)
+        weight = "bold" if bold else "normal"
+        if reaches(end + 5, label, bold) and width(label, bold) + 10 <= gbps * scale:
+            f.text(end - 5, by + 6.5, label, size=SIZE_SMALL, anchor="end", fill=style.ink,
+                   weight=weight)
+        else:
+            f.text(end + 5, by + 6.5, label, size=SIZE_SMALL, fill=style.ink, weight=weight)
 
 
 # The px right of the fastest read tick (about 2,950 GB/s) that a label past the tick needs:

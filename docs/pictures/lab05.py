@@ -72,7 +72,7 @@ def thread_map() -> Figure:
            f"all {BLOCK_SIZE} tokens ({BLOCK_SIZE * 16} contiguous bytes)",
            size=SIZE_SMALL, fill=MUTED)
     shown = [0, 1, 2, None, NUM_CHUNKS - 1]  # None: the rows left out
-    hw = 18  # one rank's half of a token's chunk
+    hw = 21  # one rank's half of a token's chunk: a two-digit lane fits with room to spare
 
     def chunk_cell(r, c):
         i = shown[r]
@@ -81,23 +81,23 @@ def thread_map() -> Figure:
             return "⋮", "#ffffff"
         # The lane that reads it, numbered in the first row only: every row has the same lanes.
         return (str(token * G + rank) if r == 0 else ""), rank_fill(hue(token), rank)
-    kx, ky = 150, y3 + 50
-    grid = f.grid(kx, ky, len(shown), BLOCK_SIZE * G, hw, 22, chunk_cell, size=SIZE_SMALL,
+    kx, ky = 140, y3 + 50
+    grid = f.grid(kx, ky, len(shown), BLOCK_SIZE * G, hw, 24, chunk_cell, size=SIZE_SMALL,
                   col_labels=None)
     for t in range(BLOCK_SIZE):
         f.text((grid.left(t * G) + grid.right(t * G + G - 1)) / 2, ky - 9, str(t),
-               size=SIZE_SMALL, anchor="middle", fill=MUTED)
+               size=SIZE_SMALL, anchor="middle", fill=hue(t).ink, weight="bold")
         f.line(grid.left(t * G), ky, grid.left(t * G), grid.bottom(len(shown) - 1), stroke=INK,
                sw=0.8)
     f.text(kx - 6, ky - 9, "token:", size=SIZE_SMALL, anchor="end", fill=MUTED)
     for r, i in enumerate(shown):
         label = "⋮" if i is None else f"ν = {i}: δ {i * X}–{i * X + X - 1}"
         f.text(kx - 6, grid.cy(r), label, size=SIZE_SMALL, anchor="end", fill=MUTED)
-    f.vbrace(grid.right(BLOCK_SIZE * G - 1) + 3, grid.top(0) + 1, grid.bottom(0) - 1,
-             ["one load:", "vec 0 of", "32 lanes"])
+    f.text(10, grid.bottom(len(shown) - 1) + 14, "in a cell: the lane that reads it; "
+           "row ν = 0 is one load, vec 0 of all 32 lanes", size=SIZE_SMALL, fill=INK)
     # Lane 11's loads, worked through, are in the caption; which warp's groups are drawn is said
     # once, in the chapter's prose next to the figure.
-    f.height = grid.bottom(len(shown) - 1) + 12
+    f.height = grid.bottom(len(shown) - 1) + 26
     return f
 
 

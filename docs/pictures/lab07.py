@@ -4,7 +4,7 @@ columns of Q, K, S, W, V and O), the tile loop's barriers and loads in flight, o
 of cp.async groups and the waits that land a tile, the fused merge's last-block election, and the
 H100 figures the kernel is measured against (docs/figures/gpu/)."""
 import h100
-from svgfig import (INK, MUTED, PAPER, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
+from svgfig import (FREE, INK, MUTED, PAPER, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
                     WARPS, Figure, hue, mix, text_width)
 
 # The example most pictures draw: 32 query heads over 4 kv heads (a group of 8), head_size 128,
@@ -130,7 +130,7 @@ def _tile(f, x, y, rows, cols, cw, ch, name, shape, owner, label, row_labels=Non
 
     def cell(r, c):
         w = owner(r, c)
-        return label(r, c), (WARPS[w] if w is not None else "#f5f7fa")
+        return label(r, c), (WARPS[w] if w is not None else FREE.fill)
     return f.grid(x, y, rows, cols, cw, ch, cell, size=SIZE_SMALL, row_labels=row_labels)
 
 
@@ -143,10 +143,10 @@ def tiles() -> Figure:
                "weight tile (tiles.p).")
     qk_steps = HEAD_SIZE // WMMA
     o_tiles = HEAD_SIZE // WMMA // NUM_WARPS
-    cw, ch, hh = 26, 30, 15
+    cw, ch, hh = 26, 30, 20
     groups = ["group heads", "rows 8-15: 0"]
     f.legend(10, 12, [(WARPS[w], f"warp {w}") for w in range(NUM_WARPS)] +
-             [("#f5f7fa", "read by every warp"), (POISON, "zero padding rows")])
+             [(FREE, "read by every warp"), (POISON, "zero padding rows")])
     # Q · Kᵀ = S: Q's column slice k meets Kᵀ's row slice k; Kᵀ's column slice w is warp w's.
     y = 74
     qg = _tile(f, 116, y, 2, qk_steps, cw, hh, "Q (q tile)", f"[16, {HEAD_SIZE}] 16-bit",
@@ -170,7 +170,7 @@ def tiles() -> Figure:
            "one warp), 8 columns each", size=SIZE, weight="bold")
     rg = f.grid(96, y2, 1, TILE_ROWS, 44, 28,
                 lambda r, c: (f"r{c}", WARPS[c // 4] if c < GROUP else
-                              mix(WARPS[c // 4].fill, "#ffffff", 0.6)),
+                              mix(WARPS[c // 4].fill, "#ffffff", 0.45)),
                 size=SIZE_SMALL, row_labels=["S, W rows"])
     for w in range(NUM_WARPS):
         f.brace(rg.left(4 * w) + 2, rg.right(4 * w + 3) - 2, rg.y + rg.height + 3,

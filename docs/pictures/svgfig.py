@@ -72,7 +72,7 @@ STATE = PALETTE[4]
 POISON = PALETTE[5]
 FREE = Hue("#f5f7fa", "#9aa5b1")
 WARPS = (PALETTE[0], PALETTE[1], PALETTE[2], PALETTE[3])   # warp w of a thread block
-MASKED = Hue("#eef0f3", "#9aa5b1")                         # a score that is masked out
+MASKED = POISON                                            # a score that is masked out: never read
 VISIBLE = PALETTE[0]                                       # a score that is attended
 
 
