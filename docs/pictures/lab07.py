@@ -166,7 +166,7 @@ def tiles() -> Figure:
     # What each warp computes, step by step, is said once: in the caption under the figure.
     # The softmax: rows to threads, all 16 rows.
     y2 = kg.y + kg.height + 62
-    f.text(10, y2 - 22, "softmax: row r of S and W belongs to threads 8r … 8r + 7 (lanes of "
+    f.text(10, y2 - 22, "softmax: row γ of S and W belongs to threads 8γ … 8γ + 7 (lanes of "
            "one warp), 8 columns each", size=SIZE, weight="bold")
     rg = f.grid(96, y2, 1, TILE_ROWS, 44, 28,
                 lambda r, c: (f"r{c}", WARPS[c // 4] if c < GROUP else

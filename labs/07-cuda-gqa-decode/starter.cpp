@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   //      Invariant: no max or sum crosses rows (§ The online softmax, one row per query head);
   //   d. this tile's values have landed, and W, row_alpha and the values are visible to every
   //      warp. Barrier (B);
-  //   e. acc = diag(alpha) acc + W·V: warp w owns a band of O_COLS_PER_WARP output columns; the
+  //   e. acc = diag(corr) acc + W·V: warp w owns a band of O_COLS_PER_WARP output columns; the
   //      rescale is done in shared memory (which lane holds which fragment element is
   //      unspecified), then the product on tensor cores. Barrier (C): the stage is free.
   //      Invariant after each tile: acc / denom is each row's attention over the tokens so far.
