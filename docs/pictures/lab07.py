@@ -33,14 +33,25 @@ def gqa_reads() -> Figure:
             f.line(x0 + 20 + 30 * b, cy, x0 + 20 + 30 * b, cy + 26, stroke="#ffffff", sw=1.5)
         f.text(x0 + 200, cy + 13, "kv head 1: K and V of every token", size=SIZE_SMALL,
                anchor="middle")
+        # A bracket over the whole bar: what an arrow into it reads is all of it.
+        ink = WARPS[0].ink if panel == 0 else WARPS[2].ink
+        f.path(f"M{x0 + 20:g},{cy - 3:g} L{x0 + 20:g},{cy - 9:g} L{x0 + 380:g},{cy - 9:g} "
+               f"L{x0 + 380:g},{cy - 3:g}", stroke=ink, sw=1)
         if panel == 0:
             for g in range(GROUP):
                 bx = x0 + 20 + 45 * g
                 f.box(bx, 42, 40, 38, [f"h {GROUP + g}"], fill=WARPS[0].fill,
                       stroke=WARPS[0].ink, size=SIZE_SMALL, mono=True)
-                for k in range(3):
-                    f.line(bx + 20, 82, x0 + 35 + 150 * k + 4 * g, cy - 2,
-                           stroke=mix(WARPS[0].ink, "#ffffff", 0.35), sw=0.9, arrow=k == 1)
+            # Eight separate reads of the same bytes: one arrow per thread block, side by side,
+            # each from the bracket over all eight to the whole context.
+            f.brace(x0 + 20, x0 + 20 + 45 * (GROUP - 1) + 40, 84,
+                    "each block reads the kv head's whole context", color=WARPS[0].ink)
+            mid_x = x0 + 200
+            for g in range(GROUP):
+                ax = mid_x + 10 * (g - (GROUP - 1) / 2)
+                f.arrow(ax, 108, ax, cy - 10, color=WARPS[0].ink, sw=1.2)
+            f.text(mid_x + 10 * GROUP / 2 + 10, (108 + cy) / 2, f"× {GROUP}", size=SIZE_TITLE,
+                   fill=WARPS[0].ink, weight="bold")
             f.text(x0 + 200, 30, "8 thread blocks, query heads 8-15", size=SIZE_SMALL,
                    anchor="middle", fill=MUTED)
             f.text(x0 + 200, 286, "each byte loaded 8 times: 8 × the bytes counted",
@@ -49,9 +60,9 @@ def gqa_reads() -> Figure:
             f.box(x0 + 85, 40, 230, 60, ["1 block per partition",
                                           "a tile of 8 rows: heads 8-15"],
                   fill=WARPS[2].fill, stroke=WARPS[2].ink, size=SIZE_SMALL)
-            for k in range(4):
-                f.line(x0 + 200, 102, x0 + 65 + 90 * k, cy - 2, stroke=WARPS[2].ink, sw=1.2,
-                       arrow=True)
+            f.arrow(x0 + 200, 102, x0 + 200, cy - 10, color=WARPS[2].ink, sw=1.2)
+            f.text(x0 + 212, (108 + cy) / 2, "× 1", size=SIZE_TITLE, fill=WARPS[2].ink,
+                   weight="bold")
             f.text(x0 + 200, 286, "each byte loaded once, used by all 8 rows",
                    size=SIZE_SMALL, anchor="middle", fill=WARPS[2].ink, weight="bold")
     f.line(410, 24, 410, 292, stroke=RULE, sw=1, dash="3 3")
