@@ -4,7 +4,7 @@ keyed by its decode batch (seqs, tokens, heads, kv_heads)."""
 import json
 from pathlib import Path
 
-from svgfig import INK, MUTED, RULE, SIZE, SIZE_SMALL, STATE, Figure, text_width
+from svgfig import INK, MUTED, PAPER, RULE, SIZE, SIZE_SMALL, STATE, Figure, text_width
 
 GPU_DATA = Path(__file__).resolve().parent.parent / "figures" / "gpu"
 LAB05_BENCH = GPU_DATA / "h100-lab05_bench-2026-11-22.json"   # tools/lab bench 05, on the H100
@@ -62,22 +62,40 @@ def gbps_scale(f: Figure, x0: float, width: float, bottom: float) -> float:
     return scale
 
 
+def read_tick(f: Figure, x: float, y1: float, y2: float, inferred: bool = False) -> None:
+    """The read yardstick's tick from y1 to y2: a solid black bar where the run measured it, a
+    hollow dashed one where it is inferred."""
+    if inferred:
+        f.rect(x - 2, y1, 4, y2 - y1, fill=PAPER, stroke=INK, sw=1, dash="3 2")
+    else:
+        f.line(x, y1, x, y2, stroke=INK, sw=2)
+
+
 def batch_bars(f: Figure, x0: float, scale: float, y: float, read_gbps: float,
-               target_pct: float | None, bars: list) -> None:
+               target_pct: float | None, bars: list, inferred: bool = False) -> None:
     """One batch's bars from x0, 15 px apart from y: `bars` holds (hue, GB/s or None, label,
     text where the figure is missing, bold?). Behind them the target band (target_pct of the
     read) and the read's tick. A figure's label stays with its own bar: after the bar's end
     where it ends before the band (or the tick), else inside the bar, right-aligned at its end,
     in the hue's ink on the bar's own fill; never across the tick away from the bar. The text of
     a missing figure goes where the bar would start, or past the tick where it would reach the
-    band. The caller leaves room right of the tick (LABEL_ROOM)."""
+    band. The caller leaves room right of the tick (LABEL_ROOM). An `inferred` read (one the run
+    never measured, worked out from another figure) is a dashed, hollow tick with the word
+    "inferred" beside it, so that it is not taken for a measurement."""
     height = 15 * len(bars) + 1
     read_x = x0 + read_gbps * scale
     band_x = read_x
     if target_pct:
         band_x = x0 + read_gbps * target_pct / 100 * scale
         f.rect(band_x, y, read_x - band_x, height, fill=STATE.fill, stroke=None)
-    f.line(read_x, y - 2, read_x, y + height + 2, stroke=INK, sw=2)
+    if inferred:
+        read_tick(f, read_x, y - 2, y + height + 2, inferred=True)
+        f.text(read_x + 6, y + 8, "inferred", size=SIZE_SMALL, fill=MUTED, italic=True)
+        if any(gbps is None and x0 + 4 + text_width(missing, SIZE_SMALL) > read_x - 3
+               for _, gbps, _, missing, _ in bars[:1]):
+            f.overflows.append("\"inferred\" beside the read tick meets a bar's text")
+    else:
+        read_tick(f, read_x, y - 2, y + height + 2)
 
     def width(text: str, bold: bool) -> float:
         return text_width(text, SIZE_SMALL) * (1.06 if bold else 1.0)

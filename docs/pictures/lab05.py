@@ -2,7 +2,7 @@
 to data, the kernel as a timeline of its barriers and shared memory, the XOR butterflies, and
 the H100 measurements (docs/figures/gpu/)."""
 import h100
-from svgfig import (INK, MUTED, NOTE_SIZE, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
+from svgfig import (INK, MUTED, NOTE_SIZE, PAPER, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
                     Figure, Hue, hue, mix, text_width)
 
 # The case every picture draws: float16, block_size 16, head_size 128.
@@ -323,13 +323,25 @@ def warp_butterfly() -> Figure:
     # lattice in grey, the exchanges whose sums reach lane 0 (lanes < mask) in the step's colour,
     # and thick and black the five that land on lane 0, which between them carry all 32 lanes.
     # The chapter's caption names them the same way.
+    # The hairlines are light so that the five thick arrows stand out; each thick arrow is
+    # labelled at its tail with the lane it comes from and how many lanes' values it carries
+    # (lane `mask` has by then combined the lanes j with j mod 2·mask = mask: 32 / (2·mask)).
     for k, mask in enumerate(masks):
         for l in range(WARP_SIZE):
             into_lane0 = l < mask
             f.line(lx[l ^ mask], rows[k] + 5, lx[l], rows[k + 1] - 5,
-                   stroke=hue(k).ink if into_lane0 else "#d9dee3", sw=1 if into_lane0 else 0.7)
-        f.line(lx[mask], rows[k] + 5, lx[0], rows[k + 1] - 5, stroke=INK, sw=2.2, arrow=True)
-        f.line(lx[0], rows[k] + 5, lx[0], rows[k + 1] - 5, stroke=INK, sw=2.2)
+                   stroke=mix(hue(k).ink, "#ffffff", 0.55) if into_lane0 else "#e6e9ed",
+                   sw=0.8 if into_lane0 else 0.6)
+    for k, mask in enumerate(masks):
+        f.line(lx[mask], rows[k] + 5, lx[0], rows[k + 1] - 5, stroke=INK, sw=2, arrow=True)
+        f.line(lx[0], rows[k] + 5, lx[0], rows[k + 1] - 5, stroke=INK, sw=2)
+        carried = WARP_SIZE // (2 * mask)
+        label = (f"from lane {mask}, carrying {carried} lanes" if carried > 1
+                 else f"from lane {mask}, its own value")
+        ty = rows[k] + 16
+        f.rect(lx[mask] + 6, ty - 8, text_width(label, NOTE_SIZE) * 1.06 + 6, 16, fill=PAPER,
+               stroke=None, opacity=0.9)
+        f.text(lx[mask] + 9, ty, label, size=NOTE_SIZE, weight="bold")
         f.text(10, (rows[k] + rows[k + 1]) / 2, f"mask {mask}", size=NOTE_SIZE,
                fill=hue(k).ink, weight="bold")
     for k, y in enumerate(rows):

@@ -33,14 +33,25 @@ def gqa_reads() -> Figure:
             f.line(x0 + 20 + 30 * b, cy, x0 + 20 + 30 * b, cy + 26, stroke="#ffffff", sw=1.5)
         f.text(x0 + 200, cy + 13, "kv head 1: K and V of every token", size=SIZE_SMALL,
                anchor="middle")
+        # A bracket over the whole bar: what an arrow into it reads is all of it.
+        ink = WARPS[0].ink if panel == 0 else WARPS[2].ink
+        f.path(f"M{x0 + 20:g},{cy - 3:g} L{x0 + 20:g},{cy - 9:g} L{x0 + 380:g},{cy - 9:g} "
+               f"L{x0 + 380:g},{cy - 3:g}", stroke=ink, sw=1)
         if panel == 0:
             for g in range(GROUP):
                 bx = x0 + 20 + 45 * g
                 f.box(bx, 42, 40, 38, [f"h {GROUP + g}"], fill=WARPS[0].fill,
                       stroke=WARPS[0].ink, size=SIZE_SMALL, mono=True)
-                for k in range(3):
-                    f.line(bx + 20, 82, x0 + 35 + 150 * k + 4 * g, cy - 2,
-                           stroke=mix(WARPS[0].ink, "#ffffff", 0.35), sw=0.9, arrow=k == 1)
+            # Eight separate reads of the same bytes: one arrow per thread block, side by side,
+            # each from the bracket over all eight to the whole context.
+            f.brace(x0 + 20, x0 + 20 + 45 * (GROUP - 1) + 40, 84,
+                    "each block reads the kv head's whole context", color=WARPS[0].ink)
+            mid_x = x0 + 200
+            for g in range(GROUP):
+                ax = mid_x + 10 * (g - (GROUP - 1) / 2)
+                f.arrow(ax, 108, ax, cy - 10, color=WARPS[0].ink, sw=1.2)
+            f.text(mid_x + 10 * GROUP / 2 + 10, (108 + cy) / 2, f"× {GROUP}", size=SIZE_TITLE,
+                   fill=WARPS[0].ink, weight="bold")
             f.text(x0 + 200, 30, "8 thread blocks, query heads 8-15", size=SIZE_SMALL,
                    anchor="middle", fill=MUTED)
             f.text(x0 + 200, 286, "each byte loaded 8 times: 8 × the bytes counted",
@@ -49,9 +60,9 @@ def gqa_reads() -> Figure:
             f.box(x0 + 85, 40, 230, 60, ["1 block per partition",
                                           "a tile of 8 rows: heads 8-15"],
                   fill=WARPS[2].fill, stroke=WARPS[2].ink, size=SIZE_SMALL)
-            for k in range(4):
-                f.line(x0 + 200, 102, x0 + 65 + 90 * k, cy - 2, stroke=WARPS[2].ink, sw=1.2,
-                       arrow=True)
+            f.arrow(x0 + 200, 102, x0 + 200, cy - 10, color=WARPS[2].ink, sw=1.2)
+            f.text(x0 + 212, (108 + cy) / 2, "× 1", size=SIZE_TITLE, fill=WARPS[2].ink,
+                   weight="bold")
             f.text(x0 + 200, 286, "each byte loaded once, used by all 8 rows",
                    size=SIZE_SMALL, anchor="middle", fill=WARPS[2].ink, weight="bold")
     f.line(410, 24, 410, 292, stroke=RULE, sw=1, dash="3 3")
@@ -506,7 +517,10 @@ def targets() -> Figure:
         # before the yardstick's own entry, its rate in this kernel's loop, which the kernel's
         # roofline_pct implies (the chapter's table of these batches, its note 3).
         mine_gbps, mine_pct = mine[shape]
-        full = read[shape][0] if shape in read else mine_gbps / (mine_pct / 100)
+        inferred = shape not in read
+        full = mine_gbps / (mine_pct / 100) if inferred else read[shape][0]
+        if inferred:
+            inferred_from = f"{mine_gbps:,.0f} / {mine_pct / 100:.3f}"
         flash = torch[shape]["sdpa_flash_GBps"]
         h100.batch_bars(f, x0, scale, y, full, target, [
             (WARPS[0], v1[shape][0] if shape in v1 else None,
@@ -516,15 +530,19 @@ def targets() -> Figure:
              f"{v2[shape][0]:,.0f}" if shape in v2 else "",
              "v2: not reached in the time limit", False),
             (WARPS[1], mine_gbps, f"{mine_gbps:,.0f}  ({mine_pct:.0f}%)", "", True),
-            (WARPS[2], flash, f"{flash:,.0f}", "", False)])
+            (WARPS[2], flash, f"{flash:,.0f}", "", False)], inferred=inferred)
     y = 62 + row_h * len(SHAPES)
     f.legend(10, y, [(WARPS[0], "v1 (lab 05)"), (WARPS[3], "v2 (lab 06)"),
                      (WARPS[1], "this lab (% of the read yardstick)"),
                      (WARPS[2], "FlashAttention via SDPA, contiguous")])
     y += 22
     end = f.legend(10, y, [(STATE, "target")])
-    f.line(end, y - 7, end, y + 7, stroke=INK, sw=2)
-    f.text(end + 6, y, "read yardstick (same run, same bytes)", size=SIZE_SMALL)
+    h100.read_tick(f, end, y - 7, y + 7)
+    label = "read yardstick (same run, same bytes)"
+    f.text(end + 6, y, label, size=SIZE_SMALL)
+    end += 6 + text_width(label, SIZE_SMALL) + 18
+    h100.read_tick(f, end, y - 7, y + 7, inferred=True)
+    f.text(end + 7, y, f"inferred, never measured: {inferred_from}", size=SIZE_SMALL)
     return f
 
 
