@@ -17,14 +17,13 @@ right line:
   gets `\\tableofcontents` appended at the end, so every chapter has the interactive contents in
   its margin.
 - A chapter (labs/NN-*/README.md) reads as three pages: the lesson, `lab_NN` (At a glance, Why
-  this lab exists, Background), the bench, `lab_NN_bench` (the lab's files, how to run them,
-  the TODO steps and the test table), and the notes, `lab_NN_review` (Notes, Measured, Check yourself, Going
-  further, References), so no page is a 16,000 to 30,000 px scroll and the reference material
-  sits neither inside the lesson nor inside the work. The README stays one file (the grader,
-  `tools/lab hint` and the tests read it whole); the cuts are made here, at its
-  `## Files {#lab_NN_files}` and `## Notes {#lab_NN_notes}` headings (split_chapter). Every
-  section keeps its id, so a \\ref or a hint's § link to it still resolves, on whichever page
-  it now is.
+  this lab exists, Background), the bench, `lab_NN_bench` (the lab's files, how to run them, the
+  TODO steps and the test table), and the notes, `lab_NN_review` (Notes, Measured, Check yourself,
+  Going further, References), so no page is a 16,000 to 30,000 px scroll and the reference
+  material sits neither inside the lesson nor inside the work. The README stays one file (the
+  grader, `tools/lab hint` and the tests read it whole); the cuts are made here, at its `## Files
+  {#lab_NN_files}` and `## Notes {#lab_NN_notes}` headings (split_chapter). Every section keeps
+  its id, so a \\ref or a hint's § link to it still resolves, on whichever page it now is.
 """
 from __future__ import annotations
 
@@ -222,6 +221,16 @@ def _find(lines: list[str], heading: re.Pattern, lab: str, after: int = 0) -> in
     return None
 
 
+def page_break(way_on: str, page: str, page_title: str, intro: str, section: str,
+               heading: str) -> str:
+    """The one line that replaces a chapter's heading where a new page starts: the way on (with
+    the page before's table of contents), the \\page, its intro and the heading as its \\section."""
+    # (\\tableofcontents after a space, not a line break: right after \\ilinebr Doxygen 1.9.4
+    # leaves it to the page's text, as an unknown command.)
+    return LINE_BREAK.join([way_on + " \\tableofcontents", f"\\page {page} {page_title}", intro,
+                            f"\\section {section} {heading}"]) + "\n"
+
+
 def split_chapter(lines: list[str], lab: str) -> list[str]:
     """The lines of chapter `lab` ("05") cut into its pages, line for line. The lesson ends with
     a way on to the bench page (its \\subpage, so the bench is the lesson's child) and its own
@@ -249,11 +258,7 @@ def split_chapter(lines: list[str], lab: str) -> list[str]:
     intro = (f'<div class="book-bench-intro">This is the working part of lab {lab}; its lesson, '
              f'\\ref lab_{lab} "{title}", explains the ideas the code below puts to work.</div>')
     lines = list(lines)
-    # (\\tableofcontents after a space, not a line break: right after \\ilinebr Doxygen 1.9.4
-    # leaves it to the page's text, as an unknown command.)
-    lines[i] = LINE_BREAK.join([
-        way_on + " \\tableofcontents", f"\\page {bench} {bench_title(lab)}", intro,
-        f"\\section lab_{lab}_files Files"]) + "\n"
+    lines[i] = page_break(way_on, bench, bench_title(lab), intro, f"lab_{lab}_files", "Files")
     if j is not None:
         way_on = (f'<div class="book-way-on"><b>When the tests pass.</b> The next page, '
                   f'\\subpage {notes} "{notes_title(lab)}", holds the notes on the code, what '
@@ -262,9 +267,7 @@ def split_chapter(lines: list[str], lab: str) -> list[str]:
         intro = (f'<div class="book-bench-intro">The last part of lab {lab}: notes on the code '
                  f'of \\ref {bench} "its bench", what was measured, and questions on its lesson, '
                  f'\\ref lab_{lab} "{title}".</div>')
-        lines[j] = LINE_BREAK.join([
-            way_on + " \\tableofcontents", f"\\page {notes} {notes_title(lab)}", intro,
-            f"\\section lab_{lab}_notes Notes"]) + "\n"
+        lines[j] = page_break(way_on, notes, notes_title(lab), intro, f"lab_{lab}_notes", "Notes")
     return lines
 
 

@@ -288,32 +288,24 @@ void fill_cache_with_one_row(DecodeProblem& p, CacheSide side) {
       m.middleCols(Eigen::Index{h} * c.head_size, c.head_size).rowwise() = head;
     }
   }
-  Tensor& cache = keys ? p.key_cache : p.value_cache;
-  for (int block = 0; block < p.num_blocks; ++block) {
-    for (int r = 0; r < c.block_size; ++r) {
-      for (int h = 0; h < c.num_kv_heads; ++h) {
-        for (int d = 0; d < c.head_size; ++d) {
-          store(cache,
-                keys ? key_index(c.layout, cache, block, h, r, d)
-                     : value_index(c.layout, cache, block, h, r, d),
-                head[d]);
-        }
-      }
-    }
-  }
-  if (keys) return;
-  // The rows no token holds (past each end, spare blocks) keep NaN keys elsewhere; here they get
-  // real keys (sequence 0's, in turn), so a key read from anywhere gives a finite score and the
-  // weights, right or wrong, still sum to 1 over whatever tokens they cover.
+  // With one value everywhere, the key slots no token holds (past each end, spare blocks), NaN
+  // elsewhere, get real keys (sequence 0's, in turn): a key read from anywhere gives a finite
+  // score, and the weights, right or wrong, still sum to 1 over whatever tokens they cover.
   const Mat& real = p.k.front();
   for (int block = 0; block < p.num_blocks; ++block) {
     for (int r = 0; r < c.block_size; ++r) {
       for (int h = 0; h < c.num_kv_heads; ++h) {
         for (int d = 0; d < c.head_size; ++d) {
-          const std::int64_t at = key_index(c.layout, p.key_cache, block, h, r, d);
-          if (std::isfinite(load(p.key_cache, at))) continue;
-          store(p.key_cache, at, real((block * c.block_size + r) % real.rows(),
-                                      Eigen::Index{h} * c.head_size + d));
+          const std::int64_t key_at = key_index(c.layout, p.key_cache, block, h, r, d);
+          if (keys) {
+            store(p.key_cache, key_at, head[d]);
+            continue;
+          }
+          store(p.value_cache, value_index(c.layout, p.value_cache, block, h, r, d), head[d]);
+          if (!std::isfinite(load(p.key_cache, key_at))) {
+            const Eigen::Index row = (block * c.block_size + r) % real.rows();
+            store(p.key_cache, key_at, real(row, Eigen::Index{h} * c.head_size + d));
+          }
         }
       }
     }
