@@ -263,7 +263,7 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
     __pipeline_wait_prior(2 * kStages - 2);
     __syncthreads();  // (B) W, row_alpha and every thread's copies of V are visible
 
-    // ---- Step 3e: acc = diag(alpha) acc + W·V; warp w owns the output columns of its tiles -
+    // ---- Step 3e: acc = diag(corr) acc + W·V; warp w owns the output columns of its tiles --
     {
       const int col0 = warp_idx * O_COLS_PER_WARP;
       // Row r of acc shrinks by row_alpha[r]. Which lane holds which element of a fragment is not
