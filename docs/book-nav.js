@@ -212,6 +212,22 @@ var BookNav = {
     show();
   },
 
+  /**
+   * On paper a folded hint of a test table could not be opened, so printing opens every one
+   * and folds back afterwards those the reader had not opened (book.css hides their "Hint"
+   * line in print and labels the text instead).
+   */
+  printHints: function () {
+    var opened = [];
+    window.addEventListener("beforeprint", function () {
+      var folds = document.querySelectorAll("details.book-hint:not([open]), details.book-listing:not([open])");
+      for (var i = 0; i < folds.length; ++i) { folds[i].open = true; opened.push(folds[i]); }
+    });
+    window.addEventListener("afterprint", function () {
+      while (opened.length) opened.pop().open = false;
+    });
+  },
+
   init: function () {
     // The interactive contents count a section as the one being read once its heading is this
     // close to the top; a heading reached through a link stops 64 px down, below the contents
@@ -226,6 +242,7 @@ var BookNav = {
       BookNav.breadcrumb();
       BookNav.openChapters(0);
       BookNav.openCurrent(0);
+      BookNav.printHints();
     }
     if (document.readyState === "loading") {
       document.addEventListener("DOMContentLoaded", run);

@@ -720,8 +720,9 @@ return {rendered, errors, svgs, figures, unlinked, title: document.title};
 LAYOUT = r"""
 const contents = document.querySelector("div.contents");
 if (!contents) return {problems: ["the page has no div.contents"], elements: 0};
-// The answers of "Check yourself" are folded in <details>: open them, so that what a reader sees
-// after a click is measured too (a closed one has no boxes).
+// The answers of "Check yourself", the hints of a test table and the long listings of a bench
+// page are folded in <details>: open them, so that what a reader sees after a click is measured
+// too (a closed one has no boxes).
 for (const d of contents.querySelectorAll("details")) d.open = true;
 const column = contents.querySelector(":scope > div.textblock") || contents;
 const box = column.getBoundingClientRect();

@@ -8,7 +8,7 @@ right line:
   next function's contract with "[name]". \\snippet reads the unfiltered file.
 - Markdown pages: each chapter's "What the tests prove" table (columns test | pts | what it pins
   | hint, the form tools/lab grade reads) becomes an HTML table of three columns, test | pts |
-  what it pins, with each hint as a muted second line under what its row pins. Its first row
+  what it pins, with each hint folded (<details>, "Hint") under what its row pins. Its first row
   gives the totals (graded tests, points) and names the suite once, so a row shows only the
   test's own name; a table of several suites gets a row heading each suite, and the rows that
   are not graded a heading of their own under which they keep their full names.
@@ -112,6 +112,13 @@ def _heading(text: str) -> str:
     return f'<tr class="book-tests-suite"><td colspan="3">{text}</td></tr>'
 
 
+def _hint(text: str) -> str:
+    """A row's hint, folded under what the row pins: it opens when asked for, as `tools/lab hint`
+    gives it only on request."""
+    return (f'<details class="book-hint"><summary>Hint</summary>'
+            f'<span class="book-hint-text">{text}</span></details>')
+
+
 def _html_rows(rows: list[_Row], backends: dict[str, list[str]]) -> list[str]:
     """The HTML of each row of a test table, headings of suites included; the first also opens
     the table with its totals and column headings, the last closes it."""
@@ -137,11 +144,9 @@ def _html_rows(rows: list[_Row], backends: dict[str, list[str]]) -> list[str]:
         section = HINT_SECTION.search(row.hint)
         if section:
             question = row.hint[:section.start()].strip()
-            pins += (f'<span class="book-hint"><span class="book-hint-label">Hint:</span> '
-                     f"{question} →&nbsp;§&nbsp;\\ref {section.group(1)}</span>")
+            pins += _hint(f"{question} →&nbsp;§&nbsp;\\ref {section.group(1)}")
         elif row.hint and row.hint not in ("—", "-"):
-            pins += (f'<span class="book-hint"><span class="book-hint-label">Hint:</span> '
-                     f"{row.hint}</span>")
+            pins += _hint(row.hint)
         html += (f'<tr><td class="book-test-name">{name}</td>'
                  f'<td class="book-test-pts">{row.points or "—"}</td><td>{pins}</td></tr>')
         out.append(html)
@@ -271,6 +276,60 @@ def split_chapter(lines: list[str], lab: str) -> list[str]:
     return lines
 
 
+# A \\snippet line of a chapter's bench page, and the marker lines in the file it names.
+SNIPPET = re.compile(r"([ \t]*)\\snippet(\{[^}]*\})?[ \t]+(\S+)[ \t]+([A-Za-z0-9_.-]+)[ \t]*")
+TODO_NUMBER = re.compile(r"\bTODO\s+(\d+)")
+LONG_LISTING = 40  # a listing of more lines than this is folded on a bench page
+
+
+def _numbers(found: list[int]) -> str:
+    """TODO numbers as the summary says them: "TODO 3", "TODOs 1–6", "TODOs 1, 3 and 4"."""
+    if len(found) == 1:
+        return f"TODO {found[0]}"
+    if found == list(range(found[0], found[-1] + 1)):
+        return f"TODOs {found[0]}–{found[-1]}"
+    return "TODOs " + _listed([str(n) for n in found])
+
+
+def listing_summary(root: Path, file: str, name: str) -> tuple[int, str] | None:
+    """(lines, summary) of the snippet `name` of `file` (relative to the repository `root`):
+    "starter.cpp — `gqa_decode_kernel`, 103 lines with TODOs 1–6"; None when the file or its
+    markers are not there (Doxygen then warns as usual)."""
+    try:
+        text = (root / file).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    marks = [k for k, line in enumerate(text)
+             if re.fullmatch(r"[ \t]*//[/!][ \t]*\[" + re.escape(name) + r"\][ \t]*", line)]
+    if len(marks) < 2:
+        return None
+    body = text[marks[0] + 1:marks[1]]
+    todos = sorted({int(n) for n in TODO_NUMBER.findall("\n".join(body))})
+    summary = f"{Path(file).name} — <code>{name}</code>, {len(body)} lines"
+    if todos:
+        summary += f" with {_numbers(todos)}"
+    return len(body), summary
+
+
+def fold_listings(lines: list[str], root: Path, start: int = 0, end: int | None = None,
+                  longer_than: int = LONG_LISTING) -> list[str]:
+    """Lines[start:end] with each \\snippet of more than `longer_than` lines folded behind a
+    one-line summary (what it is, how long, which TODOs it holds), line for line: the snippet's
+    line becomes `<details>`, its summary, the \\snippet and `</details>`, joined by Doxygen's
+    internal line break."""
+    lines = list(lines)
+    for k in range(start, len(lines) if end is None else end):
+        snippet = SNIPPET.fullmatch(lines[k].rstrip("\n"))
+        if not snippet:
+            continue
+        found = listing_summary(root, snippet.group(3), snippet.group(4))
+        if not found or found[0] <= longer_than:
+            continue
+        lines[k] = (f'{snippet.group(1)}<details class="book-listing"><summary>{found[1]}</summary>'
+                    f'{LINE_BREAK}{lines[k].strip()} {LINE_BREAK}</details>\n')
+    return lines
+
+
 def main(path: str) -> int:
     with open(path, encoding="utf-8") as f:
         text = f.read()
@@ -281,7 +340,12 @@ def main(path: str) -> int:
         lines = tests_table(text.splitlines(keepends=True), chapter.group(1) if chapter else None,
                             suite_backends(sources))
         if chapter:
-            lines = split_chapter(lines, chapter.group(1))
+            lab = chapter.group(1)
+            bench = _find(lines, BENCH_START, lab)
+            if bench is not None:
+                notes = _find(lines, NOTES_START, lab, bench + 1)
+                lines = fold_listings(lines, Path(path).resolve().parents[2], bench, notes)
+            lines = split_chapter(lines, lab)
         sys.stdout.write("".join(lines))
         if "[TOC]" not in text and "\\tableofcontents" not in text:
             sys.stdout.write("\n\n\\tableofcontents\n")

@@ -476,17 +476,39 @@ class TestTableCaptionTest(unittest.TestCase):
         self.assertEqual(sum(line.startswith("Table:") for line in out), 1)
         self.assertTrue(out[5].startswith('<table class="book-tests">'), out[5])
 
-    def test_three_columns_the_suite_said_once_and_the_hint_under_its_row(self):
+    def test_three_columns_the_suite_said_once_and_the_hint_folded_under_its_row(self):
         out = "".join(self.filter_module().tests_table(self.TABLE, "05", {"A": ["Emulator",
                                                                                 "Cuda"]}))
         self.assertIn("2 graded tests, 3 points, all in suite `A`", out)
         self.assertIn("each runs as `/Emulator` and `/Cuda`, one row for both", out)
         self.assertEqual(out.count("<th"), 3)
         self.assertIn('<td class="book-test-name">`C`</td><td class="book-test-pts">2</td>'
-                      '<td>more<span class="book-hint"><span class="book-hint-label">Hint:</span>'
-                      ' How? →&nbsp;§&nbsp;\\ref lab_05_how</span></td>', out)
+                      '<td>more<details class="book-hint"><summary>Hint</summary>'
+                      '<span class="book-hint-text">How? →&nbsp;§&nbsp;\\ref lab_05_how</span>'
+                      '</details></td>', out)
+        # Folded, closed: the hint comes when asked for, as `tools/lab hint` gives it.
+        self.assertNotIn("<details class=\"book-hint\" open", out)
+        self.assertEqual(out.count("<details"), out.count("</details>"))
+        self.assertEqual(out.count("<summary>Hint</summary>"), 2)
         self.assertEqual(out.count("`A."), 1)  # said once above the rows, not on each
         self.assertNotIn("book-tests-suite", out)  # one suite: no heading rows
+
+    def test_a_long_listing_of_a_bench_page_folds_behind_its_summary_line_for_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            body = ["  // TODO 1: a", "  // TODO 2: b"] + ["  x;"] * 40
+            (root / "starter.cpp").write_text("\n".join(["/// [long]"] + body + ["/// [long]",
+                                                         "/// [short]", "x;", "/// [short]"]))
+            lines = ["Text.\n", "\\snippet starter.cpp long\n", "\\snippet starter.cpp short\n",
+                     "\\snippet starter.cpp long\n"]
+            out = self.filter_module().fold_listings(lines, root, 0, 3)
+        self.assertEqual(len(out), len(lines))
+        self.assertEqual(out[0], "Text.\n")
+        self.assertEqual(out[1], '<details class="book-listing"><summary>starter.cpp — '
+                                 '<code>long</code>, 42 lines with TODOs 1–2</summary>\\ilinebr '
+                                 '\\snippet starter.cpp long \\ilinebr </details>\n')
+        self.assertEqual(out[2], lines[2])  # short: stays open
+        self.assertEqual(out[3], lines[3])  # past the bench page's end: left alone
 
     def test_several_suites_get_a_heading_each_and_ungraded_rows_keep_their_names(self):
         table = self.TABLE[:2] + ["| `S.One` | 1 | a | A? → \\ref x |\n",
