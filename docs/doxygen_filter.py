@@ -27,6 +27,7 @@ right line:
 """
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -236,7 +237,62 @@ def page_break(way_on: str, page: str, page_title: str, intro: str, section: str
                             f"\\section {section} {heading}"]) + "\n"
 
 
-def split_chapter(lines: list[str], lab: str) -> list[str]:
+# The Files table's row of the one file the student edits: | `labs/NN-x/starter.cpp` | your file...
+YOUR_FILE = re.compile(r"\|\s*`([^`]+)`\s*\|\s*your file\b")
+
+
+def _test_totals(lines: list[str]) -> tuple[int, int]:
+    """(graded tests, points) of the chapter's test tables."""
+    tests = points = 0
+    for k, line in enumerate(lines):
+        if not TESTS_HEADER.fullmatch(line.rstrip("\n")):
+            continue
+        for row in lines[k + 2:]:
+            if not row.startswith("|"):
+                break
+            points_here = _Row(row).points
+            tests += bool(points_here)
+            points += points_here
+    return tests, points
+
+
+def your_job(lines: list[str], lab: str, steps: list[dict]) -> str:
+    """The "Your job" box that opens a bench page, from what the chapter already says: the file
+    its Files table marks "your file", the steps of its hints.json in the starter's order (each
+    TODO linked to the section that explains it, grouped by function), the grading command with
+    the test table's totals, and where the hints come from. One line of HTML; "" when the
+    chapter names no file of the student's."""
+    mine = next((m.group(1) for line in lines if (m := YOUR_FILE.match(line.strip()))), None)
+    if mine is None:
+        return ""
+    items: list[str] = []
+    function = None
+    for step in steps:
+        what = f'\\ref {step["section"]} "{step["title"].replace(chr(34), chr(39))}"'
+        if step.get("todo"):
+            what = f'<b>{step["todo"]}</b>&nbsp;{what}'
+        if step["function"] != function:
+            function = step["function"]
+            lead = f'<code>{function}</code>' + (": TODO " if step.get("todo") else " — ")
+            items.append(lead + what)
+        else:
+            items[-1] += " · " + what
+    tests, points = _test_totals(lines)
+    graded = (f" runs the graded tests: {_count(tests, 'test')}, {_count(points, 'point')} "
+              f"(§&nbsp;\\ref lab_{lab}_tests)") if tests else " builds your file and grades it"
+    first = steps[0]["id"] if steps else "STEP"
+    return ('<div class="book-job"><div class="book-job-title">Your job</div><ul>'
+            f'<li><b>Edit</b> <code>{mine}</code> and nothing else.</li>'
+            f'<li><b>Steps</b>, in the starter\'s order:<ul>'
+            + "".join(f"<li>{item}</li>" for item in items) + "</ul></li>"
+            f'<li><b>Grade</b> <code>tools/lab grade {lab}</code>{graded}.</li>'
+            f'<li><b>Stuck</b> a failing test prints its hint (folded under its row below); '
+            f'<code>tools/lab hint {lab}</code> lists the steps, and '
+            f'<code>tools/lab hint {lab} {first}</code> gives one step\'s hints a level at a '
+            f'time.</li></ul></div>')
+
+
+def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
     """The lines of chapter `lab` ("05") cut into its pages, line for line. The lesson ends with
     a way on to the bench page (its \\subpage, so the bench is the lesson's child) and its own
     table of contents, and the bench page, `lab_NN_bench`, starts with a sentence that names its
@@ -263,7 +319,8 @@ def split_chapter(lines: list[str], lab: str) -> list[str]:
     intro = (f'<div class="book-bench-intro">This is the working part of lab {lab}; its lesson, '
              f'\\ref lab_{lab} "{title}", explains the ideas the code below puts to work.</div>')
     lines = list(lines)
-    lines[i] = page_break(way_on, bench, bench_title(lab), intro, f"lab_{lab}_files", "Files")
+    lines[i] = page_break(way_on, bench, bench_title(lab), intro + job, f"lab_{lab}_files",
+                          "Files")
     if j is not None:
         way_on = (f'<div class="book-way-on"><b>When the tests pass.</b> The next page, '
                   f'\\subpage {notes} "{notes_title(lab)}", holds the notes on the code, what '
@@ -345,7 +402,9 @@ def main(path: str) -> int:
             if bench is not None:
                 notes = _find(lines, NOTES_START, lab, bench + 1)
                 lines = fold_listings(lines, Path(path).resolve().parents[2], bench, notes)
-            lines = split_chapter(lines, lab)
+            hints = Path(path).parent / "hints.json"
+            steps = json.loads(hints.read_text(encoding="utf-8"))["steps"] if hints.exists() else []
+            lines = split_chapter(lines, lab, your_job(text.splitlines(keepends=True), lab, steps))
         sys.stdout.write("".join(lines))
         if "[TOC]" not in text and "\\tableofcontents" not in text:
             sys.stdout.write("\n\n\\tableofcontents\n")

@@ -510,6 +510,26 @@ class TestTableCaptionTest(unittest.TestCase):
         self.assertEqual(out[2], lines[2])  # short: stays open
         self.assertEqual(out[3], lines[3])  # past the bench page's end: left alone
 
+    def test_the_your_job_box_comes_from_the_files_table_the_hints_and_the_tests(self):
+        lines = ["| file | what it is |\n", "|---|---|\n",
+                 "| `labs/05-x/starter.cpp` | your file: two kernels |\n", "\n"] + self.TABLE
+        steps = [{"id": "reshape", "function": "k1", "todo": "", "title": "the scatter",
+                  "section": "lab_05_a"},
+                 {"id": "attention.1", "function": "k2", "todo": "1", "title": "the query",
+                  "section": "lab_05_b"},
+                 {"id": "attention.2", "function": "k2", "todo": "2", "title": "q·k",
+                  "section": "lab_05_c"}]
+        box = self.filter_module().your_job(lines, "05", steps)
+        self.assertNotIn("\n", box)  # one line: the chapter keeps its line numbers
+        self.assertIn("<code>labs/05-x/starter.cpp</code>", box)
+        self.assertIn('<li><code>k1</code> — \\ref lab_05_a "the scatter"</li>', box)
+        self.assertIn('<li><code>k2</code>: TODO <b>1</b>&nbsp;\\ref lab_05_b "the query" · '
+                      '<b>2</b>&nbsp;\\ref lab_05_c "q·k"</li>', box)
+        self.assertIn("<code>tools/lab grade 05</code> runs the graded tests: 2 tests, 3 points",
+                      box)
+        self.assertIn("<code>tools/lab hint 05 reshape</code>", box)
+        self.assertEqual(self.filter_module().your_job(self.TABLE, "05", steps), "")  # no file
+
     def test_several_suites_get_a_heading_each_and_ungraded_rows_keep_their_names(self):
         table = self.TABLE[:2] + ["| `S.One` | 1 | a | A? → \\ref x |\n",
                                   "| `S.Two` | 2 | b | B? → \\ref x |\n",
