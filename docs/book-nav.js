@@ -109,39 +109,58 @@ var BookNav = {
   },
 
   /**
-   * On the front page the sidebar opens "Chapters", so the seven labs are in view: Doxygen's
-   * tree only opens the branch of the page shown, and the front page is its root. The tree is
-   * built after the page loads, so this waits for it (a few tries, then gives up quietly).
+   * The sidebar shows every chapter with its three pages: "Chapters" is opened, and under it each
+   * chapter's entry, so its bench and its notes show indented under its title wherever the
+   * reader is. (Doxygen's tree opens only the branch of the page shown, so a chapter's bench and
+   * notes were in view only from inside it.) The tree is built after the page loads and Doxygen
+   * then opens the path to the page itself, so this waits for that (the page's entry marked, or
+   * on the front page the tree's root shown) and tries again until every entry is open, a few
+   * times at most, then gives up quietly; the page's own entry is then scrolled into view.
    */
   openChapters: function (tries) {
+    tries = tries || 0;
+    function open(item) {  // whether it is open now; a closed one is clicked open
+      var toggle = item.querySelector(":scope > a[href^='javascript']");
+      var arrow = toggle && toggle.querySelector("span.arrow");
+      if (!arrow) return true;  // a leaf
+      if (arrow.textContent.indexOf("\u25ba") < 0) return true;
+      toggle.click();
+      return false;
+    }
     var here = window.location.pathname.split("/").pop() || "index.html";
-    if (here !== "index.html") return;
+    var selected = document.querySelector("#nav-tree-contents div.item.selected");
+    var chapters = null;
     var items = document.querySelectorAll("#nav-tree-contents div.item");
     for (var i = 0; i < items.length; ++i) {
       var label = items[i].querySelector("span.label");
-      if (!label || label.textContent.trim() !== "Chapters") continue;
-      var toggle = items[i].querySelector("a[href^='javascript']");
-      var arrow = toggle && toggle.querySelector("span.arrow");
-      if (arrow && arrow.textContent.indexOf("\u25ba") >= 0) toggle.click();  // closed: open it
+      if (label && label.textContent.trim() === "Chapters") { chapters = items[i]; break; }
+    }
+    var done = false;
+    if (chapters && (selected || here === "index.html")) {
+      done = open(chapters);
+      var list = chapters.parentElement.querySelector(":scope > ul");
+      var labs = list ? list.querySelectorAll(":scope > li > div.item") : [];
+      if (labs.length === 0) done = false;
+      for (var j = 0; j < labs.length; ++j) {
+        done = open(labs[j]) && done;
+        // Under its chapter's title a page needs no "Lab NN" of its own: "At the bench",
+        // "Notes and measurements" (the full title stays its tooltip and its Previous / Next name).
+        var pages = labs[j].parentElement.querySelectorAll(":scope > ul > li > div.item span.label a");
+        for (var k = 0; k < pages.length; ++k) {
+          var full = pages[k].textContent;
+          var short = full.replace(/^Lab \d\d:?\s+(\S)/, function (m, c) { return c.toUpperCase(); });
+          if (short !== full) { pages[k].textContent = short; pages[k].title = full; }
+        }
+      }
+    }
+    if (done) {
+      // After the branches' slide-down: the page's own entry in view.
+      setTimeout(function () {
+        if (selected && selected.scrollIntoView) selected.scrollIntoView({ block: "nearest" });
+      }, 400);
       return;
     }
-    if ((tries || 0) < 40) setTimeout(function () { BookNav.openChapters((tries || 0) + 1); }, 50);
-  },
-
-  /**
-   * A chapter's entry in the sidebar holds its other two pages, the bench and the notes: on the
-   * chapter's lesson the entry is opened, so the pages after this one show under it. (Doxygen's tree marks the
-   * page shown but leaves its branch closed.) Waits for the tree like openChapters.
-   */
-  openCurrent: function (tries) {
-    var item = document.querySelector("#nav-tree-contents div.item.selected");
-    if (item) {
-      var toggle = item.querySelector("a[href^='javascript']");
-      var arrow = toggle && toggle.querySelector("span.arrow");
-      if (arrow && arrow.textContent.indexOf("\u25ba") >= 0) toggle.click();  // closed: open it
-      return;
-    }
-    if ((tries || 0) < 40) setTimeout(function () { BookNav.openCurrent((tries || 0) + 1); }, 50);
+    if (tries < 60) setTimeout(function () { BookNav.openChapters(tries + 1); }, 50);
   },
 
   /**
@@ -241,7 +260,6 @@ var BookNav = {
       BookNav.render();
       BookNav.breadcrumb();
       BookNav.openChapters(0);
-      BookNav.openCurrent(0);
       BookNav.printHints();
     }
     if (document.readyState === "loading") {
