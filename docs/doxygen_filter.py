@@ -24,6 +24,11 @@ right line:
   grader, `tools/lab hint` and the tests read it whole); the cuts are made here, at its `## Files
   {#lab_NN_files}` and `## Notes {#lab_NN_notes}` headings (split_chapter). Every section keeps
   its id, so a \\ref or a hint's § link to it still resolves, on whichever page it now is.
+- The bench page opens with a "Your job" box (your_job), made from what the chapter already
+  holds, so it cannot go stale: the file its Files table calls "your file", the steps of the
+  lab's hints.json with their § links, `tools/lab grade NN` with the test table's totals, and
+  where the hints are. On the bench page a \\snippet of more than 40 lines is folded behind a
+  summary line that names its file, region, length and TODOs (fold_listings).
 """
 from __future__ import annotations
 
