@@ -38,8 +38,7 @@ def thread_map() -> Figure:
     g = f.grid(gx, gy, NUM_WARPS, WARP_SIZE, cw, ch, thread_cell, size=SIZE_SMALL,
                row_labels=[f"warp {w}" for w in range(NUM_WARPS)])
     for lane in [*range(0, WARP_SIZE, 4), WARP_SIZE - 1]:
-        f.text(g.cx(lane), gy - 6, str(lane), size=SIZE_SMALL, anchor="middle", fill=MUTED,
-               mono=True)
+        f.text(g.cx(lane), gy - 7, str(lane), size=SIZE, anchor="middle", fill=INK)
     f.text(gx + g.width + 8, gy + 51, "column: lane μ,", size=SIZE_SMALL, fill=MUTED)
     f.text(gx + g.width + 8, gy + 65, "thread 32ω+μ", size=SIZE_SMALL, fill=MUTED)
     for k in range(WARP_SIZE // G + 1):
@@ -47,7 +46,7 @@ def thread_map() -> Figure:
         f.line(x, gy, x, g.bottom(NUM_WARPS - 1), stroke=INK, sw=0.8)
     for k in range(WARP_SIZE // G):
         f.text((g.left(k * G) + g.right(k * G + G - 1)) / 2, g.bottom(NUM_WARPS - 1) + 9,
-               f"g{k}", size=SIZE_SMALL, anchor="middle", fill=MUTED)
+               f"g{k}", size=SIZE, anchor="middle", fill=INK)
     f.text(gx + g.width + 8, gy + 9, "light: rank 0", size=SIZE_SMALL, fill=MUTED)
     f.text(gx + g.width + 8, gy + 23, "dark: rank 1", size=SIZE_SMALL, fill=MUTED)
 
@@ -199,17 +198,17 @@ PHASES = [
     (["Step 2: q·k, warp ω on blocks ω, ω+4, …; butterfly;",
       "rank 0 writes logits[t], keeps a running max"], {"q": "q (read)", "l": "sₜ (written)"}),
     (["Step 3: max in each warp (butterfly, masks 16 … TG);",
-      "lane 0 writes red_smem[w]"], {"q": "q", "l": "sₜ", "m": "4 maxima"}),
+      "lane 0 writes red_smem[ω]"], {"q": "q", "l": "sₜ", "m": "4 maxima"}),
     (["cross-warp max → qk_max; Step 4: logits[t] =",
-      "exp(sₜ − qk_max); warp sums → red_smem[4 + w]"],
+      "exp(sₜ − qk_max); warp sums → red_smem[4 + ω]"],
      {"q": "q", "l": "exp(sₜ − m)", "m": "(read)", "s": "4 sums"}),
     (["cross-warp sum → exp_sum; logits[t] /= exp_sum"],
      {"q": "q", "l": "wₜ / denom (written)", "s": "(read)"}),
     (["Step 5: accs += (wₜ / denom) vₜ, the warp's blocks;",
       "Step 6: fold the lanes that share a V row"], {"q": "q", "l": "wₜ / denom (read)"}),
-    (["tree, round 1: warps 2 and 3 write their rows"], {"q": "q", "l": "out_smem: warps 2, 3"}),
+    (["Step 6, tree round 1: warps 2, 3 write their rows"], {"q": "q", "l": "out_smem: warps 2, 3"}),
     (["warps 0 and 1 add them"], {"q": "q", "l": "(read)"}),
-    (["tree, round 2: warp 1 writes its rows"], {"q": "q", "l": "out_smem: warp 1"}),
+    (["Step 6, tree round 2: warp 1 writes its rows"], {"q": "q", "l": "out_smem: warp 1"}),
     (["warp 0 adds them"], {"q": "q", "l": "(read)"}),
     (["Step 7: warp 0 writes out[b, h, :]"], {"q": "q"}),
 ]
@@ -219,11 +218,11 @@ BARRIERS = [  # after each phase but the last; None: no barrier there
     "red_smem[0..3] and every warp's logits visible",
     "red_smem[4..7] visible (inside block_sum)",
     "the V loop reads probabilities other warps wrote",
-    "all warps done with the logits: their bytes become out_smem",
+    "Step 6: all warps done with the logits; bytes → out_smem",
     "warps 2, 3's rows written",
     "warps 0, 1 done reading them",
     "warp 1's rows written",
-    "warp 0 done reading",
+    "protects nothing: no write follows",
 ]
 REGIONS = [("q", "q_vecs", 78, STATE), ("l", "logits → out_smem", 156, WARPS[0]),
            ("m", "red_smem\n[0..3]", 80, WARPS[2]), ("s", "red_smem\n[4..7]", 80, WARPS[3])]
@@ -280,14 +279,16 @@ def timeline() -> Figure:
 def group_butterfly() -> Figure:
     f = Figure(400, 236, "XOR butterfly inside a thread group",
                "Block size 8, float32, so TG = 4: the four threads of a group add their partial "
-               "dot products in two shuffles, masks 2 then 1.")
+               "dot products Σ₀ … Σ₃ in two shuffles, masks 2 then 1, and each ends with q·k.")
     f.text(10, 14, "Inside a thread group: TG = 4", size=SIZE_TITLE, weight="bold")
     lanes = 4
     xs = [50 + 66 * l for l in range(lanes)]
     ys = [70, 140, 210]
-    values = [[f"s{l}" for l in range(lanes)],
-              [f"s{l}+s{l ^ 2}" if l < 2 else f"s{l ^ 2}+s{l}" for l in range(lanes)],
-              ["Σ s" for _ in range(lanes)]]
+    sub = "₀₁₂₃"  # lane ℓ's partial dot product Σℓ, over its own vecs
+    values = [[f"Σ{sub[l]}" for l in range(lanes)],
+              [f"Σ{sub[l]}+Σ{sub[l ^ 2]}" if l < 2 else f"Σ{sub[l ^ 2]}+Σ{sub[l]}"
+               for l in range(lanes)],
+              ["q·k" for _ in range(lanes)]]
     for step, mask in enumerate([2, 1]):
         for l in range(lanes):
             f.line(xs[l ^ mask], ys[step] + 14, xs[l], ys[step + 1] - 14, stroke=hue(step).ink,
