@@ -172,8 +172,10 @@ def tiles() -> Figure:
                anchor="middle", fill=MUTED, mono=True)
     f.text(kg.x + kg.width + 14, y + hh, "=", size=18, anchor="middle")
     sx = kg.x + kg.width + 30
-    _tile(f, sx, y, 2, NUM_WARPS, 44, hh, "S (scores)", "[16, 64] float",
-          lambda r, c: c, lambda r, c: f"t{16 * c}+" if r == 0 else "")
+    sg = _tile(f, sx, y, 2, NUM_WARPS, 44, hh, "S (scores)", "[16, 64] float",
+               lambda r, c: c, lambda r, c: f"t{16 * c}+" if r == 0 else "")
+    # Rows 8-15 of S are Q's zero rows times Kᵀ: padding, shaded as Q's are.
+    f.rect(sg.x, sg.y + hh, sg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
     # What each warp computes, step by step, is said once: in the caption under the figure.
     # The softmax: rows to threads, all 16 rows.
     y2 = kg.y + kg.height + 62
@@ -202,8 +204,12 @@ def tiles() -> Figure:
                mono=True)
     f.text(vg.x + vg.width + 14, y3 + hh, "=", size=18, anchor="middle")
     ox = vg.x + vg.width + 30
-    _tile(f, ox, y3, 2, qk_steps, 26, hh, "acc (tiles.o)", f"[16, {HEAD_SIZE}] float",
-          lambda r, c: c // o_tiles, lambda r, c: f"w{c // o_tiles}" if r == 0 else "")
+    og = _tile(f, ox, y3, 2, qk_steps, 26, hh, "acc (tiles.o)", f"[16, {HEAD_SIZE}] float",
+               lambda r, c: c // o_tiles, lambda r, c: "")
+    for w in range(NUM_WARPS):
+        f.text((og.left(o_tiles * w) + og.right(o_tiles * w + o_tiles - 1)) / 2,
+               og.y + og.height + 12, f"warp {w}", size=SIZE_SMALL, anchor="middle",
+               fill=MUTED)
     # The shared memory these tiles take is the chapter's table after the figure.
     f.height = vg.y + vg.height + 14
     return f
