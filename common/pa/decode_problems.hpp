@@ -84,9 +84,10 @@ struct DecodeTolerance {
 ///   float32: dot products of <= 256 terms, sums over up to 128k tokens (in two levels when the
 ///            sequence is split), the GPU's approximate __expf/__fdividef; observed ~1e-6, and
 ///            1e-4 still fails a wrong weight, which moves outputs by > 1e-2;
-///   float16: rounding costs up to 2^-11 = 4.9e-4 relative; rtol 1e-3 is one ulp (2 half-ulps)
-///            (the float32 error can push a value across a rounding boundary);
-///   bfloat16: 8 significant bits, half an ulp is 2^-8 = 3.9e-3 relative; 8e-3 is two.
+///   float16: 11 significant bits; rounding costs up to half an ulp, 2^-11 = 4.9e-4 relative;
+///            rtol 1e-3 is two half-ulps, one ulp (float32 error can cross a rounding boundary);
+///   bfloat16: 8 significant bits; half an ulp is 2^-8 = 3.9e-3 relative; rtol 8e-3 is two
+///            half-ulps, one ulp, as for float16.
 DecodeTolerance decode_tolerance(DType dtype);
 /// [decode_tolerance]
 
