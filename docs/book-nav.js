@@ -232,11 +232,11 @@ var BookNav = {
   },
 
   /**
-   * On paper a folded hint of a test table could not be opened, so printing opens every one
-   * and folds back afterwards those the reader had not opened (book.css hides their "Hint"
-   * line in print and labels the text instead).
+   * On paper a fold could not be opened, so printing opens every test table's hint and every
+   * long listing of a bench page, and folds back afterwards those the reader had not opened
+   * (book.css hides a hint's "Hint" line in print and labels the text instead).
    */
-  printHints: function () {
+  printFolds: function () {
     var opened = [];
     window.addEventListener("beforeprint", function () {
       var folds = document.querySelectorAll("details.book-hint:not([open]), details.book-listing:not([open])");
@@ -260,7 +260,7 @@ var BookNav = {
       BookNav.render();
       BookNav.breadcrumb();
       BookNav.openChapters(0);
-      BookNav.printHints();
+      BookNav.printFolds();
     }
     if (document.readyState === "loading") {
       document.addEventListener("DOMContentLoaded", run);

@@ -37,7 +37,7 @@ import re
 import sys
 from pathlib import Path
 
-MARKER = re.compile(r"[ \t]*//[/!][ \t]*\[[A-Za-z0-9_.-]+\][ \t]*\r?\n?")
+MARKER = re.compile(r"[ \t]*//[/!][ \t]*\[([A-Za-z0-9_.-]+)\][ \t]*\r?\n?")
 TESTS_HEADER = re.compile(r"\|\s*test\s*\|\s*pts\s*\|\s*what it pins\s*\|\s*hint\s*\|\s*")
 
 
@@ -162,6 +162,14 @@ def _html_rows(rows: list[_Row], backends: dict[str, list[str]]) -> list[str]:
     return out
 
 
+def _rows_end(lines: list[str], header: int) -> int:
+    """The index one past the last row of the test table whose header line is lines[header]."""
+    end = header + 2
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    return end
+
+
 def tests_table(lines: list[str], lab: str | None = None,
                 backends: dict[str, list[str]] | None = None) -> list[str]:
     """The lines of a markdown file with each test table rewritten as HTML, line for line. A
@@ -178,9 +186,7 @@ def tests_table(lines: list[str], lab: str | None = None,
             out.append(line)
             i += 1
             continue
-        end = i + 2
-        while end < len(lines) and lines[end].startswith("|"):
-            end += 1
+        end = _rows_end(lines, i)
         if end == i + 2:  # a header with no rows: left for Doxygen and the checks to show
             out.append(line)
             i += 1
@@ -252,9 +258,7 @@ def _test_totals(lines: list[str]) -> tuple[int, int]:
     for k, line in enumerate(lines):
         if not TESTS_HEADER.fullmatch(line.rstrip("\n")):
             continue
-        for row in lines[k + 2:]:
-            if not row.startswith("|"):
-                break
+        for row in lines[k + 2:_rows_end(lines, k)]:
             points_here = _Row(row).points
             tests += bool(points_here)
             points += points_here
@@ -362,7 +366,7 @@ def listing_summary(root: Path, file: str, name: str) -> tuple[int, str] | None:
     except OSError:
         return None
     marks = [k for k, line in enumerate(text)
-             if re.fullmatch(r"[ \t]*//[/!][ \t]*\[" + re.escape(name) + r"\][ \t]*", line)]
+             if (marker := MARKER.fullmatch(line)) and marker.group(1) == name]
     if len(marks) < 2:
         return None
     body = text[marks[0] + 1:marks[1]]
