@@ -365,6 +365,10 @@ LITERAL_TABLE = re.compile(r"^\|.*\|$|\|\s*:?-{3,}:?\s*\|")
 # `/// [name]` lines of the sources spell them ("[backend]", "[check_args]"); an index such as
 # x[i] or a[0] follows a name and is not one.
 SNIPPET_MARKER = re.compile(r"(?<![\w\])])\[[A-Za-z_][A-Za-z0-9_.-]+\]")
+# An HTML tag printed as text: Doxygen escapes the markup of a heading (code in backticks
+# becomes a visible "<tt>…</tt>" in the heading and in the contents beside it).
+LITERAL_TAG = re.compile(r"</?(?:tt|code|b|i|em|strong|span|div|br|p|a|sub|sup|details|summary)"
+                         r"\b[^<>]*>")
 # A commit hash: 7 to 40 lowercase hex digits with both a digit and a letter, standing alone.
 COMMIT_HASH = re.compile(r"(?<![\w.#/-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])")
 
@@ -380,7 +384,8 @@ def reader_text(path: Path) -> list[str]:
 
 def reader_text_check(html_dir: Path, pages: list[str]) -> list[str]:
     """Text meant for the Markdown parser or for the project, shown to the reader: literal table
-    syntax (a table that did not render), snippet markers, commit hashes."""
+    syntax (a table that did not render), snippet markers, commit hashes, HTML tags printed as
+    text."""
     problems: list[str] = []
     for file in pages:
         for line in reader_text(html_dir / file):
@@ -390,6 +395,9 @@ def reader_text_check(html_dir: Path, pages: list[str]) -> list[str]:
                                 f"render): \"{short}\"")
             for m in SNIPPET_MARKER.finditer(line):
                 problems.append(f"{file}: snippet marker {m.group(0)} in the text: \"{short}\"")
+            for m in LITERAL_TAG.finditer(line):
+                problems.append(f"{file}: HTML tag {m.group(0)} printed as text (code in a "
+                                f"heading? headings take plain words): \"{short}\"")
             for m in COMMIT_HASH.finditer(line):
                 problems.append(f"{file}: a commit hash ({m.group(0)}) in the text: \"{short}\"")
     return problems

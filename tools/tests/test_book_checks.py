@@ -95,6 +95,14 @@ class BookChecksTest(unittest.TestCase):
         problems = check.reader_text_check(self.site.dir, self.site.pages)
         self.assertTrue(any("commit hash (f582040)" in p for p in problems), problems)
 
+    def test_an_html_tag_printed_as_text_is_reported(self):
+        # What Doxygen makes of `code` in a heading: the tags escaped, shown to the reader.
+        self.site.page("lab_05_review.html", "<h3>Read as if it were &lt;tt&gt;[d, B]&lt;/tt&gt;</h3>"
+                                             "<p>a <code>kernel</code> and x &lt; y &gt; z</p>")
+        problems = check.reader_text_check(self.site.dir, self.site.pages)
+        self.assertEqual(len(problems), 2, problems)
+        self.assertTrue(all("printed as text" in p for p in problems), problems)
+
     def test_numbers_and_words_are_not_hashes(self):
         self.site.page("lab_05.html", "<p>33554432 bytes, 1234567 tokens, a facade, "
                                       "0x7f3a2b1c, sha256 and e5m2 at 2026-11-22.</p>")
