@@ -744,7 +744,7 @@ TEST_P(GqaDecode, PartitionMaxesMatchTheHost) {
   expect_partitions(GetParam(), PartitionPart::kMaxLogits, 790);
 }
 
-TEST_P(GqaDecode, PartitionSumsMatchTheHost) {
+TEST_P(GqaDecode, PartitionExpSumsMatchTheHost) {
   // exp_sums: sum of e^(s - m) over the partition's tokens, with m its own max_logits.
   expect_partitions(GetParam(), PartitionPart::kExpSums, 791);
 }
@@ -850,7 +850,7 @@ constexpr double kSumTol = 3e-3;
 }
 
 /// [test_weights]
-TEST_P(GqaDecode, WeightsAreInTheRatioOfTheirLogits) {
+TEST_P(GqaDecode, WeightsAreInTheRatioOfExpLogits) {
   // One partition per sequence (no merge): only the scores decide the ratios.
   Rng rng(794);
   const DecodeProblem p = weight_probe(rng);
@@ -869,7 +869,7 @@ TEST_P(GqaDecode, WeightsSumToOneOverTheRealTokens) {
   EXPECT_TRUE(WeightsSumToOne(p, run(GetParam(), p, 4 * kTileTokens)));
 }
 
-TEST_P(GqaDecode, MergedWeightsKeepTheRatioOfTheirLogits) {
+TEST_P(GqaDecode, MergedWeightsKeepTheRatioOfExpLogits) {
   // Partitions of one tile (4, 3, 1, 1 and 1), merged: the tokens of different partitions keep
   // the ratio of their scores only if each partition is weighed by its own sum and max.
   Rng rng(796);
@@ -878,7 +878,7 @@ TEST_P(GqaDecode, MergedWeightsKeepTheRatioOfTheirLogits) {
       p, pa::testing::expected_decode(p), run(GetParam(), p, kTileTokens),
       "the partitions are weighed wrongly against each other: each partition's tmp_out, "
       "max_logits and exp_sums (TODO 5) or the merge's weights denom_p e^(m_p - M) (TODO 6); "
-      "WeightsAreInTheRatioOfTheirLogits says whether one partition alone is right"));
+      "WeightsAreInTheRatioOfExpLogits says whether one partition alone is right"));
 }
 /// [test_weights]
 
