@@ -85,19 +85,36 @@ inline void report(benchmark::State& state, std::int64_t tokens, std::int64_t kv
   state.SetBytesProcessed(state.iterations() * kv_bytes);
 }
 
+namespace detail {
+/// Runs `check` and returns true when it passes; otherwise skips the benchmark with the
+/// message, prefixed by `when` ("" before the clock, "after timing: " after it).
+template <class Check>
+bool check_answer(benchmark::State& state, Check& check, const std::string& when) {
+  try {
+    const ::testing::AssertionResult ok = check();
+    if (ok) return true;
+    state.SkipWithError((when + "wrong answer: " + std::string(ok.message())).c_str());
+  } catch (const std::exception& e) {
+    state.SkipWithError((when + e.what()).c_str());
+  }
+  return false;
+}
+}  // namespace detail
+
 /// Runs `check` (the lab's code and a comparison returning an AssertionResult) and returns true
 /// when it passes; a wrong answer or an exception (the starter's "not implemented yet") skips
 /// the benchmark with its message, since timing a wrong answer measures nothing.
 template <class Check>
 bool answer_is_right(benchmark::State& state, Check check) {
-  try {
-    const ::testing::AssertionResult ok = check();
-    if (ok) return true;
-    state.SkipWithError(("wrong answer: " + std::string(ok.message())).c_str());
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-  }
-  return false;
+  return detail::check_answer(state, check, "");
+}
+
+/// Runs `check` again after the timed loop: code whose answer holds only on its first call
+/// (state kept between calls, an input overwritten by the timed calls) reports an error
+/// ("after timing: ...") instead of a rate.
+template <class Check>
+bool answer_still_right(benchmark::State& state, Check check) {
+  return detail::check_answer(state, check, "after timing: ");
 }
 
 /// [kv_bytes / 8] one buffer of doubles as large as the K and V a series reads.

@@ -6,8 +6,9 @@
 //   --benchmark_min_time=0.2 (tools/lab bench 01 runs and plots it.)
 //
 // Every series reports bytes/s over the K and V bytes it must read (seq_len * 128 * 8 each) and
-// the counter `tokens`. Before timing, each series that runs lab code checks its answer against
-// pa::testing on its own data and skips with the message when it is wrong or not written yet.
+// the counter `tokens`. Before and after timing, each series that runs lab code checks its
+// answer against pa::testing on its own data and reports the message instead of a rate when it
+// is wrong or not written yet.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -20,6 +21,7 @@ namespace pa::paged_gather {
 namespace {
 
 using pa::bench::answer_is_right;
+using pa::bench::answer_still_right;
 using pa::bench::BM_BaselineCopy;
 using pa::bench::BM_BaselineRead;
 using pa::bench::kBlockSize;
@@ -53,19 +55,19 @@ void BM_GatherShuffled(benchmark::State& state) {
   // times the gather, not the kernel handing out fresh pages.
   Mat keys(seq_len, kHeadDim);    // [seq_len, head_dim]
   Mat values(seq_len, kHeadDim);  // [seq_len, head_dim]
-  if (!answer_is_right(state, [&] {
-        gather(s, seq_len, keys, values);
-        const ::testing::AssertionResult k_ok = pa::testing::BitIdentical(s.k, keys);
-        return k_ok ? pa::testing::BitIdentical(s.v, values) : k_ok;
-      })) {
-    return;
-  }
+  const auto check = [&] {
+    gather(s, seq_len, keys, values);
+    const ::testing::AssertionResult k_ok = pa::testing::BitIdentical(s.k, keys);
+    return k_ok ? pa::testing::BitIdentical(s.v, values) : k_ok;
+  };
+  if (!answer_is_right(state, check)) return;
   for (auto _ : state) {
     gather(s, seq_len, keys, values);
     benchmark::DoNotOptimize(keys.data());
     benchmark::DoNotOptimize(values.data());
     benchmark::ClobberMemory();
   }
+  if (!answer_still_right(state, check)) return;
   report(state, seq_len);
 }
 
@@ -96,19 +98,19 @@ void BM_PagedAttention(benchmark::State& state) {
   // for the pages of a 2 * seq_len * head_dim copy: the price of gathering before attending.
   const int seq_len = static_cast<int>(state.range(0));
   const Sequence& s = sequence(seq_len);
-  if (!answer_is_right(state, [&] {
-        return pa::testing::AllClose(s.expected.transpose(),
-                                     paged_attention(s.q.transpose(), s.k_cache, s.v_cache,
-                                                     s.block_table, seq_len, kBlockSize),
-                                     kLongRowTol);
-      })) {
-    return;
-  }
+  const auto check = [&] {
+    return pa::testing::AllClose(s.expected.transpose(),
+                                 paged_attention(s.q.transpose(), s.k_cache, s.v_cache,
+                                                 s.block_table, seq_len, kBlockSize),
+                                 kLongRowTol);
+  };
+  if (!answer_is_right(state, check)) return;
   for (auto _ : state) {
     Mat out =
         paged_attention(s.q.transpose(), s.k_cache, s.v_cache, s.block_table, seq_len, kBlockSize);
     benchmark::DoNotOptimize(out.data());  // [1, head_dim]
   }
+  if (!answer_still_right(state, check)) return;
   report(state, seq_len);
 }
 

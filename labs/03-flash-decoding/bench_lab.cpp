@@ -5,9 +5,9 @@
 //   cmake --build build/solution --target lab03_bench
 //   build/solution/lab03_bench --benchmark_min_time=0.2
 //
-// Every benchmark first checks its own answer against pa::testing::reference_attention and
-// skips with the error ("wrong answer: ...", or the starter's "not implemented yet: ...")
-// instead of timing a wrong or missing implementation.
+// Every benchmark checks its own answer against pa::testing::reference_attention before and
+// after timing, and reports the error ("wrong answer: ...", "after timing: ...", or the
+// starter's "not implemented yet: ...") instead of a rate for a wrong or missing implementation.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -49,19 +49,19 @@ Problem make_problem(int tokens, std::uint64_t seed) {
 void run_partitioned(benchmark::State& state, int num_threads) {
   const int tokens = static_cast<int>(state.range(0));
   const Problem p = make_problem(tokens, 3000 + tokens);
-  if (!pa::bench::answer_is_right(state, [&] {
-        return pa::testing::AllClose(
-            pa::testing::reference_attention(p.q, p.K, p.V),
-            partitioned_attention(p.q, p.K, p.V, kBenchPartitions, num_threads),
-            pa::bench::kLongRowTol);
-      })) {
-    return;
-  }
+  const auto check = [&] {
+    return pa::testing::AllClose(
+        pa::testing::reference_attention(p.q, p.K, p.V),
+        partitioned_attention(p.q, p.K, p.V, kBenchPartitions, num_threads),
+        pa::bench::kLongRowTol);
+  };
+  if (!pa::bench::answer_is_right(state, check)) return;
   for (auto _ : state) {
     Vec out = partitioned_attention(p.q, p.K, p.V, kBenchPartitions, num_threads);  // [dv]
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
+  if (!pa::bench::answer_still_right(state, check)) return;
   pa::bench::report(state, tokens, kv_bytes(tokens));
 }
 
@@ -163,15 +163,16 @@ void run_cascade(benchmark::State& state, bool shared) {
         pa::testing::reference_attention(b.queries.row(r).transpose(), b.full_K[r], b.full_V[r])
             .transpose();
   }
-  if (!pa::bench::answer_is_right(
-          state, [&] { return pa::testing::AllClose(truth, attend(b), pa::bench::kLongRowTol); })) {
-    return;
-  }
+  const auto check = [&] {
+    return pa::testing::AllClose(truth, attend(b), pa::bench::kLongRowTol);
+  };
+  if (!pa::bench::answer_is_right(state, check)) return;
   for (auto _ : state) {
     Mat out = attend(b);  // [r, dv]
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
+  if (!pa::bench::answer_still_right(state, check)) return;
   // Key rows read per call (each with its value row): the prefix once plus every suffix, or
   // every request's whole context.
   const std::int64_t key_rows = shared ? prefix_tokens + kCascadeRequests * kSuffixTokens
