@@ -521,7 +521,7 @@ def targets() -> Figure:
         f.text(10, y + 25, f"target ≥ {target}% of the yardstick", size=SIZE_SMALL, fill=MUTED)
         # The read: the benchmark's own yardstick, one for every batch. Where the run stopped
         # before the yardstick's own entry, its rate in this kernel's loop, which the kernel's
-        # roofline_pct implies (the chapter's table of these batches, its note 3).
+        # roofline_pct implies (the chapter's table of percentages, its caption).
         mine_gbps, mine_pct = mine[shape]
         inferred = shape not in read
         full = mine_gbps / (mine_pct / 100) if inferred else read[shape][0]
