@@ -161,12 +161,12 @@ def tiles() -> Figure:
     # Q · Kᵀ = S: Q's column slice k meets Kᵀ's row slice k; Kᵀ's column slice w is warp w's.
     y = 74
     qg = _tile(f, 116, y, 2, qk_steps, cw, hh, "Q (q tile)", f"[16, {HEAD_SIZE}] 16-bit",
-               lambda r, c: None, lambda r, c: f"c{c}" if r == 0 else "", row_labels=groups)
+               lambda r, c: None, lambda r, c: f"k{c}" if r == 0 else "", row_labels=groups)
     f.rect(qg.x, qg.y + hh, qg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
     f.text(qg.x + qg.width + 14, y + hh, "·", size=22, anchor="middle")
     kx = qg.x + qg.width + 30
     kg = _tile(f, kx, y, qk_steps, NUM_WARPS, 44, 20, "Kᵀ (key tile, col_major)",
-               f"[{HEAD_SIZE}, 64 tokens] 16-bit", lambda r, c: c, lambda r, c: f"c{r}")
+               f"[{HEAD_SIZE}, 64 tokens] 16-bit", lambda r, c: c, lambda r, c: f"k{r}")
     for w in range(NUM_WARPS):
         f.text(kg.cx(w), kg.y + kg.height + 10, f"t{16 * w}+", size=SIZE_SMALL,
                anchor="middle", fill=MUTED, mono=True)
@@ -179,7 +179,7 @@ def tiles() -> Figure:
     # What each warp computes, step by step, is said once: in the caption under the figure.
     # The softmax: rows to threads, all 16 rows.
     y2 = kg.y + kg.height + 62
-    f.text(10, y2 - 22, "softmax: row γ of S and W belongs to threads 8γ … 8γ + 7 (lanes of "
+    f.text(10, y2 - 22, "softmax: row r of S and W belongs to threads 8r … 8r + 7 (lanes of "
            "one warp), 8 columns each", size=SIZE, weight="bold")
     rg = f.grid(96, y2, 1, TILE_ROWS, 44, 28,
                 lambda r, c: (f"r{c}", WARPS[c // 4] if c < GROUP else
@@ -218,21 +218,21 @@ def tiles() -> Figure:
 # ---- the tile loop as a timeline ------------------------------------------------------------------
 
 LOOP = [  # (what the threads do, copies in flight (cp.async groups), what the three stages hold)
-    ("3a  start the copies of tile η+2 into stage (η+2) mod 3; wait for tile η's keys",
-     "V η; tiles η+1, η+2", ("K η", "K/V η+1", "→ η+2")),
-    ("3b  S = Q·Kᵀ on tensor cores, warp ω: 16 columns; store S",
-     "V η; tiles η+1, η+2", ("K η (read)", "K/V η+1", "→ η+2")),
+    ("3a  start the copies of the tile two ahead into the free stage; wait for this tile's keys",
+     "this V, next 2 tiles", ("this K", "next tile", "filling")),
+    ("3b  S = Q·Kᵀ on tensor cores, each warp 16 columns; store S",
+     "this V, next 2 tiles", ("K in use", "next tile", "filling")),
     ("3c  softmax per row: m, denom, row_alpha, W (16-bit)",
-     "V η; tiles η+1, η+2", ("K η", "K/V η+1", "→ η+2")),
-    ("3d  wait for tile η's values",
-     "tiles η+1, η+2", ("K/V η", "K/V η+1", "→ η+2")),
-    ("3e  acc = diag(row_alpha) acc + W·V, warp ω: its columns",
-     "tiles η+1, η+2", ("V η (read)", "K/V η+1", "→ η+2")),
+     "this V, next 2 tiles", ("this K", "next tile", "filling")),
+    ("3d  wait for this tile's values",
+     "next 2 tiles", ("this K, V", "next tile", "filling")),
+    ("3e  acc = diag(row_alpha) acc + W·V, each warp its columns",
+     "next 2 tiles", ("V in use", "next tile", "filling")),
 ]
-BARRIERS = {0: "(K) every thread's copies of K η landed and visible",
+BARRIERS = {0: "(K) every thread's copies of this tile's keys landed and visible",
             1: "(A) S complete: the softmax reads every warp's columns",
-            3: "(B) W, row_alpha and V η visible to every warp",
-            4: "(C) every warp done with stage η mod 3: free for tile η+3"}
+            3: "(B) W, row_alpha and this tile's values visible to every warp",
+            4: "(C) every warp done with this tile's stage: the next 3a refills it"}
 
 
 def loop() -> Figure:
@@ -240,11 +240,11 @@ def loop() -> Figure:
     top = 50
     height = top + len(LOOP) * row_h + len(BARRIERS) * bar_h + 10
     f = Figure(820, height, "One tile of the loop",
-               "Top to bottom: the steps of tile η, the four barriers and what each protects, "
+               "Top to bottom: the steps of one tile, the four barriers and what each protects, "
                "the asynchronous copies still in flight, and what the ring's three stages hold.")
-    f.text(10, 16, "what the 128 threads do (tile η)", size=SIZE_TITLE, weight="bold")
+    f.text(10, 16, "what the 128 threads do (this tile)", size=SIZE_TITLE, weight="bold")
     f.text(460, 16, "copies in flight", size=SIZE_TITLE, weight="bold")
-    f.text(600, 16, "stages η, η+1, η+2", size=SIZE_TITLE, weight="bold")
+    f.text(600, 16, "the ring's three stages", size=SIZE_TITLE, weight="bold")
     y = top
     for i, (what, flight, holds) in enumerate(LOOP):
         two = len(what) >= 60  # the long step on two lines, centred on the row together
@@ -255,8 +255,7 @@ def loop() -> Figure:
         f.rect(458, y + 4, 136, row_h - 8, fill=STATE.fill, stroke=STATE.ink, sw=1)
         f.text(526, y + row_h / 2, flight, size=SIZE_SMALL, anchor="middle")
         for j, h in enumerate(holds):
-            kind = WARPS[0] if h.startswith("K η") else WARPS[2] if h.startswith(("V η", "K/V η")) \
-                and j == 0 else STATE
+            kind = STATE if j else WARPS[2] if "V" in h else WARPS[0]
             f.rect(600 + 72 * j, y + 4, 70, row_h - 8, fill=kind.fill, stroke=kind.ink, sw=1)
             f.text(635 + 72 * j, y + row_h / 2, h, size=SIZE_SMALL, anchor="middle")
         y += row_h
@@ -279,18 +278,18 @@ KEYS, VALUES = WARPS[0], WARPS[2]  # blue keys, green values, as in lab07_loop
 
 
 def _tile_name(d: int) -> str:
-    """Tile η + d written the way the chapter writes it: η, η+1, η−1."""
-    return "η" if d == 0 else f"η+{d}" if d > 0 else f"η−{-d}"
+    """Tile `tile` + d written by the loop's name, as the chapter writes it: tile, tile+1, tile−1."""
+    return "tile" if d == 0 else f"tile+{d}" if d > 0 else f"tile−{-d}"
 
 
 def commit_groups() -> Figure:
     # Tile t is groups 2t (keys) and 2t + 1 (values) of every thread. The prologue commits tiles
-    # 0 … N_st − 2; step 3a of iteration i commits tile i + N_st − 1. So at the top of iteration η
-    # the newest tile committed is η + N_st − 1, and the waits count the groups behind tile η's.
-    ahead = N_ST - 1                          # tiles committed after tile η
-    tiles = list(range(-1, ahead + 1))       # tile η−1 (landed), η, the tiles ahead
+    # 0 … N_st − 2; step 3a of iteration i commits tile i + N_st − 1. So at the top of iteration
+    # `tile` the newest tile committed is tile + N_st − 1; the waits count the groups behind its.
+    ahead = N_ST - 1                          # tiles committed after this tile
+    tiles = list(range(-1, ahead + 1))       # tile−1 (landed), this tile, the tiles ahead
     groups = [(d, kind) for d in tiles for kind in "KV"]   # commit order, oldest first
-    newest = 2 * (ahead + 1)                  # groups of tiles η … η + N_st − 1
+    newest = 2 * (ahead + 1)                  # groups of tiles tile … tile + N_st − 1
     wait_k = 2 * N_ST - 1                     # the chapter's n for the keys ...
     wait_v = 2 * N_ST - 2                     # ... and for the values
     behind_k = len(groups) - 1 - groups.index((0, "K"))
@@ -298,9 +297,9 @@ def commit_groups() -> Figure:
     assert (behind_k, behind_v) == (wait_k, wait_v) == (5, 4)   # the caption quotes 5 and 4
     assert newest == wait_k + 1
 
-    f = Figure(820, 400, "One thread's cp.async groups at the top of iteration η",
+    f = Figure(820, 400, "One thread's cp.async groups at the top of an iteration",
                f"The copy groups of one thread in commit order, with {N_ST} stages. At step 3a, "
-               f"after tile η+{ahead} is committed, {wait_k} groups are newer than tile η's keys, "
+               f"after tile tile+{ahead} is committed, {wait_k} groups are newer than this tile's keys, "
                f"so __pipeline_wait_prior({wait_k}) lands them; at step 3d, {wait_v} groups are "
                f"newer than its values, so __pipeline_wait_prior({wait_v}) lands those.")
     f.text(10, 14, f"one thread's copy groups in commit order, N_{{st}} = {N_ST} stages",
@@ -315,10 +314,10 @@ def commit_groups() -> Figure:
     y = 50
     for d in tiles:
         a = gx_of(groups.index((d, "K")))
-        when = "now, in 3a of η" if d == ahead else f"3a of {_tile_name(d - ahead)}"
+        when = "now, in 3a of tile" if d == ahead else f"3a of {_tile_name(d - ahead)}"
         if d < ahead:
             when += " or prologue"
-        f.text(a + cw, y - 8, f"tile {_tile_name(d)}", size=SIZE, anchor="middle",
+        f.text(a + cw, y - 8, _tile_name(d), size=SIZE, anchor="middle",
                weight="bold")
         f.text(a + cw, y + 8, when, size=SIZE_SMALL, anchor="middle", fill=MUTED)
     f.arrow(gx, y + 22, gx_of(len(groups)) - 4, y + 22, color=MUTED, sw=1)
@@ -357,14 +356,14 @@ def commit_groups() -> Figure:
                weight="bold")
         return y + ch + 30
 
-    y = row(y + 50, f"3a: __pipeline_wait_prior(2N_{{st}} − 1 = {wait_k}) lands tile η's keys",
+    y = row(y + 50, f"3a: __pipeline_wait_prior(2N_{{st}} − 1 = {wait_k}) lands this tile's keys",
             (0, "K"), wait_k)
-    f.text(gx, y, f"newer than K η: V η, then 2(N_{{st}} − 1) = {2 * ahead} groups of tiles η+1 … "
-           f"η+{ahead}: 1 + {2 * ahead} = {wait_k}", size=SIZE_SMALL, fill=MUTED)
-    y = row(y + 30, f"3d: __pipeline_wait_prior(2N_{{st}} − 2 = {wait_v}) lands tile η's values",
+    f.text(gx, y, f"newer than K tile: V tile, then 2(N_{{st}} − 1) = {2 * ahead} groups of tiles "
+           f"tile+1 … tile+{ahead}: 1 + {2 * ahead} = {wait_k}", size=SIZE_SMALL, fill=MUTED)
+    y = row(y + 30, f"3d: __pipeline_wait_prior(2N_{{st}} − 2 = {wait_v}) lands this tile's values",
             (0, "V"), wait_v)
-    f.text(gx, y, f"newer than V η: the 2(N_{{st}} − 1) = {2 * ahead} groups of tiles η+1 … "
-           f"η+{ahead}", size=SIZE_SMALL, fill=MUTED)
+    f.text(gx, y, f"newer than V tile: the 2(N_{{st}} − 1) = {2 * ahead} groups of tiles tile+1 … "
+           f"tile+{ahead}", size=SIZE_SMALL, fill=MUTED)
     y += 28
     f.legend(x0, y, [(KEYS, "a tile's keys: one group"), (VALUES, "its values: one group"),
                      (hue(7), "landed at an earlier wait")])
@@ -521,7 +520,7 @@ def targets() -> Figure:
         f.text(10, y + 25, f"target ≥ {target}% of the yardstick", size=SIZE_SMALL, fill=MUTED)
         # The read: the benchmark's own yardstick, one for every batch. Where the run stopped
         # before the yardstick's own entry, its rate in this kernel's loop, which the kernel's
-        # roofline_pct implies (the chapter's table of these batches, its note 3).
+        # roofline_pct implies (the chapter's table of percentages, its caption).
         mine_gbps, mine_pct = mine[shape]
         inferred = shape not in read
         full = mine_gbps / (mine_pct / 100) if inferred else read[shape][0]
