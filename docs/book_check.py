@@ -196,8 +196,9 @@ def structure_check(html_dir: Path, repo: Path) -> list[str]:
         if made_up:
             problems.append(f"{file}: {len(made_up)} heading(s) without an explicit {{#id}}")
     # Each chapter: the lesson's sections on its first page, the bench's on its second and the
-    # notes' on its third, which follow it in the sidebar; each page but the last ends with a
-    # link on to the next, and each but the first starts with one back to the page before.
+    # notes' on its third, which follow it in the sidebar (so the Previous / Next links,
+    # docs/book-nav.js, lead from each to the next), and each but the first starts with a link
+    # back to the page before.
     for nn in expected:
         lesson = f"lab_{nn}.html"
         if not (html_dir / lesson).is_file():
@@ -228,24 +229,9 @@ def structure_check(html_dir: Path, repo: Path) -> list[str]:
                 problems.append(f"sidebar: no entry for {after}")
             elif before in pages and pages.index(after) != pages.index(before) + 1:
                 problems.append(f"sidebar: {after} does not come right after {before}")
-            if f'href="{after}"' not in _way_on(html_dir / before):
-                problems.append(f"{before}: does not end with the link on to {after}")
             if f'href="{before}"' not in _bench_intro(html_dir / after):
                 problems.append(f"{after}: does not start with the link back to {before}")
     return problems
-
-
-def _way_on(path: Path) -> str:
-    """A chapter page's way on to its next page (the lesson's to its bench, the bench's to its
-    notes): its last block of text, a `book-way-on` box with no text after it ("" where there is
-    none)."""
-    text = path.read_text(encoding="utf-8")
-    end = text.find("<!-- contents -->")
-    text = text if end < 0 else text[:end]
-    boxes = list(re.finditer(r'<div class="book-way-on">(.*?)</div>', text, re.S))
-    if not boxes or re.search(r"<(?:h[1-6]|p|table|ul|ol|pre|div)\b", text[boxes[-1].end():]):
-        return ""
-    return boxes[-1].group(1)
 
 
 def _bench_intro(path: Path) -> str:

@@ -238,13 +238,14 @@ def _find(lines: list[str], heading: re.Pattern, lab: str, after: int = 0) -> in
     return None
 
 
-def page_break(way_on: str, page: str, page_title: str, intro: str, section: str,
-               heading: str) -> str:
-    """The one line that replaces a chapter's heading where a new page starts: the way on (with
-    the page before's table of contents), the \\page, its intro and the heading as its \\section."""
-    # (\\tableofcontents after a space, not a line break: right after \\ilinebr Doxygen 1.9.4
-    # leaves it to the page's text, as an unknown command.)
-    return LINE_BREAK.join([way_on + " \\tableofcontents", f"\\page {page} {page_title}", intro,
+def page_break(page: str, page_title: str, intro: str, section: str, heading: str) -> str:
+    """The one line that replaces a chapter's heading where a new page starts: the page before's
+    table of contents, the \\page, its intro and the heading as its \\section. (No box on the
+    page before points on to the new page: the Previous / Next links at the foot of every page,
+    docs/book-nav.js, and the sidebar already do.)"""
+    # (\\tableofcontents after a space: first on the line, or right after \\ilinebr, Doxygen
+    # 1.9.4 leaves it to the page's text, as an unknown command.)
+    return LINE_BREAK.join([" \\tableofcontents", f"\\page {page} {page_title}", intro,
                             f"\\section {section} {heading}"]) + "\n"
 
 
@@ -303,13 +304,12 @@ def your_job(lines: list[str], lab: str, steps: list[dict]) -> str:
 
 def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
     """The lines of chapter `lab` ("05") cut into its pages, line for line. The lesson ends with
-    a way on to the bench page (its \\subpage, so the bench is the lesson's child) and its own
-    table of contents, and the bench page, `lab_NN_bench`, starts with a sentence that names its
-    lesson; all of it replaces the `## Files` heading line, with that heading written as the
-    \\section it stands for. The same at the `## Notes` heading after it: the bench ends with a
-    way on to the notes page, `lab_NN_review` (its \\subpage), which starts with a sentence
-    that names the bench. A chapter without the `## Files` heading stays one page; one without
-    the `## Notes` heading after it, two."""
+    its own table of contents, and the bench page, `lab_NN_bench`, starts with a sentence that
+    names its lesson; all of it replaces the `## Files` heading line, with that heading written
+    as the \\section it stands for. The same at the `## Notes` heading after it: the notes page,
+    `lab_NN_review`, starts with a sentence that names the bench. The way on from a page to the
+    next is the sidebar's and the Previous / Next links' (docs/book-nav.js). A chapter without
+    the `## Files` heading stays one page; one without the `## Notes` heading after it, two."""
     first = CHAPTER_TITLE.fullmatch(lines[0].rstrip("\n")) if lines else None
     if not first or first.group(2) != lab or first.group(3) != lab:
         return lines
@@ -319,26 +319,15 @@ def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
     j = _find(lines, NOTES_START, lab, i + 1)
     title = short_title(first.group(1))
     bench, notes = f"lab_{lab}_bench", f"lab_{lab}_review"
-    later = (" The page after it holds the notes, what was measured, the questions to check "
-             "yourself and the references." if j is not None else
-             " It also holds the notes, what was measured, and the questions to check yourself.")
-    way_on = (f'<div class="book-way-on"><b>Now to the work.</b> The next page, \\subpage {bench} '
-              f'"{bench_title(lab)}", holds the lab\'s files, how to build and run them, the TODO '
-              f'steps and what the tests prove.{later}</div>')
     intro = (f'<div class="book-bench-intro">This is the working part of lab {lab}; its lesson, '
              f'\\ref lab_{lab} "{title}", explains the ideas the code below puts to work.</div>')
     lines = list(lines)
-    lines[i] = page_break(way_on, bench, bench_title(lab), intro + job, f"lab_{lab}_files",
-                          "Files")
+    lines[i] = page_break(bench, bench_title(lab), intro + job, f"lab_{lab}_files", "Files")
     if j is not None:
-        way_on = (f'<div class="book-way-on"><b>When the tests pass.</b> The next page, '
-                  f'\\subpage {notes} "{notes_title(lab)}", holds the notes on the code, what '
-                  f'was measured, the questions to check yourself, where to go further and the '
-                  f'references.</div>')
         intro = (f'<div class="book-bench-intro">The last part of lab {lab}: notes on the code '
                  f'of \\ref {bench} "its bench", what was measured, and questions on its lesson, '
                  f'\\ref lab_{lab} "{title}".</div>')
-        lines[j] = page_break(way_on, notes, notes_title(lab), intro, f"lab_{lab}_notes", "Notes")
+        lines[j] = page_break(notes, notes_title(lab), intro, f"lab_{lab}_notes", "Notes")
     return lines
 
 

@@ -60,8 +60,13 @@ def paged_kv() -> Figure:
             f.arrow(230, ry + row_h / 2, 300, ry + row_h / 2, color=hue.ink)
             f.arrow(410, ry + row_h / 2, 520, pool.cy(block), color=hue.ink, bend=1)
         y += (len(table) + 1) * row_h + 22
-    # What a cell holds and why both tables name block 7: the caption under the figure.
-    f.height = max(top + NUM_BLOCKS * row_h, y - 22) + 12   # no empty band under the drawing
+    # The shared block says so in the picture: a legend under it, and the caption says why.
+    legend_y = max(top + NUM_BLOCKS * row_h, y - 22) + 22
+    shared = [b for b in REQUESTS["A"][1] if b in REQUESTS["B"][1]]
+    f.legend(10, legend_y, [(REQUEST_A, "a token of A"), (REQUEST_B, "a token of B"),
+                            (SHARED, f"block {shared[0]}: shared by A and B"),
+                            (FREE, "free or unused")])
+    f.height = legend_y + 14   # no empty band under the drawing
     return f
 
 

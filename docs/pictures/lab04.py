@@ -16,31 +16,32 @@ def slot_of(blocks: list[int], position: int) -> int:
 
 def masks() -> Figure:
     cases = [  # (title, cached, new)
-        ("prefill: c = 0, r = 6", 0, 6),
-        ("decode: c = 8, r = 1", 8, 1),
-        ("chunk: c = 5, r = 4", 5, 4),
+        ("prefill: c_{b} = 0, r_{b} = 6", 0, 6),
+        ("decode: c_{b} = 8, r_{b} = 1", 8, 1),
+        ("chunk: c_{b} = 5, r_{b} = 4", 5, 4),
     ]
     f = Figure(820, 250, "Causal masks anchored bottom-right",
-               "Score matrices of r new queries by L = c + r keys: query i sees key t when "
-               "t <= L - r + i.")
+               "Score matrices of r_b new query rows by L_b = c_b + r_b keys: query row u sees "
+               "key t when t <= L_b - r_b + u.")
     cw = 26
     x = 36
     for title, c, r in cases:
         L = c + r
         f.text(x - 26, 16, title, size=SIZE, weight="bold")
 
-        def cell(i, j, r=r, L=L):
-            return ("", VISIBLE) if j <= L - r + i else ("", MASKED)
-        g = f.grid(x, 58, r, L, cw, cw, cell, row_labels=[f"q{i}" for i in range(r)],
-                   col_labels=[str(j) for j in range(L)], stroke="#ffffff")
-        f.text(x + g.width / 2, 33, "keys t", size=SIZE_SMALL, anchor="middle", fill=MUTED)
+        def cell(u, t, r=r, L=L):
+            return ("", VISIBLE) if t <= L - r + u else ("", MASKED)
+        g = f.grid(x, 58, r, L, cw, cw, cell, row_labels=[str(u) for u in range(r)],
+                   col_labels=[str(t) for t in range(L)], stroke="#ffffff")
+        f.text(x + g.width / 2, 33, "query rows u × keys t", size=SIZE_SMALL, anchor="middle",
+               fill=MUTED)
         if c:
             f.brace(g.left(0), g.right(c - 1), g.bottom(r - 1) + 4, f"history: {c} keys")
             if r > 1:
                 f.brace(g.left(c), g.right(L - 1), g.bottom(r - 1) + 4, "the chunk")
         x += g.width + 60
     f.legend(10, 234, [(VISIBLE, "attended"), (MASKED, "masked (−∞ before the softmax)")])
-    # Which keys query i sees, and why the other anchors fail: the text under the figure.
+    # Which keys query row u sees, and why the other anchors fail: the text under the figure.
     f.height = 250
     return f
 

@@ -594,17 +594,21 @@ class ChapterSplitTest(unittest.TestCase):
         self.assertEqual(out[:files], self.README[:files])
         self.assertEqual(out[files + 1:notes], self.README[files + 1:notes])
         self.assertEqual(out[notes + 1:], self.README[notes + 1:])
-        # The lesson ends with its way on and its own contents, then the bench page starts,
-        # names its lesson, and opens with the Files section under its old id.
+        # The lesson ends with its own contents (no box pointing on: the Previous / Next links
+        # do that), then the bench page starts, names its lesson, and opens with the Files
+        # section under its old id.
         line = out[files]
-        self._in_order(line, "\\subpage lab_05_bench", "\\tableofcontents",
+        self.assertNotIn("book-way-on", line)
+        self.assertNotIn("\\subpage", line)
+        self._in_order(line, "\\tableofcontents",
                        "\\page lab_05_bench Lab 05 at the bench",
                        '\\ref lab_05 "Lab 05 — The kernel"', "\\section lab_05_files Files")
         self.assertTrue(line.endswith("\\section lab_05_files Files\n"), line)
         self.assertEqual(line.count("\n"), 1)  # the breaks inside are Doxygen's \ilinebr
-        # The same at Notes: the bench ends with its way on, the notes page names the bench.
+        # The same at Notes: the bench ends with its contents, the notes page names the bench.
         line = out[notes]
-        self._in_order(line, "\\subpage lab_05_review", "\\tableofcontents",
+        self.assertNotIn("book-way-on", line)
+        self._in_order(line, "\\tableofcontents",
                        "\\page lab_05_review Lab 05: notes and measurements",
                        "\\ref lab_05_bench", "\\section lab_05_notes Notes")
         self.assertTrue(line.endswith("\\section lab_05_notes Notes\n"), line)
@@ -632,12 +636,9 @@ class ChapterSplitTest(unittest.TestCase):
         bench = anchors(*check.BENCH_SECTIONS)
         notes = anchors(*check.NOTES_SECTIONS)
         if split:
-            site.page("lab_05.html", lesson + '<div class="book-way-on">On: <a class="el" '
-                                              'href="lab_05_bench.html">bench</a></div>')
+            site.page("lab_05.html", lesson)
             site.page("lab_05_bench.html", '<div class="book-bench-intro">Of <a class="el" '
-                                           'href="lab_05.html">Lab 05</a>.</div>' + bench
-                      + '<div class="book-way-on">On: <a class="el" '
-                        'href="lab_05_review.html">notes</a></div>')
+                                           'href="lab_05.html">Lab 05</a>.</div>' + bench)
             site.page("lab_05_review.html", '<div class="book-bench-intro">After <a class="el" '
                                             'href="lab_05_bench.html">the bench</a>.</div>'
                       + notes)
@@ -658,29 +659,23 @@ class ChapterSplitTest(unittest.TestCase):
             html, repo = self._site(Path(tmp), split=True)
             self.assertEqual(check.structure_check(html, repo), [])
 
-    def test_the_check_wants_each_section_on_its_page_and_the_links_both_ways(self):
+    def test_the_check_wants_each_section_on_its_page_and_the_link_back(self):
         with tempfile.TemporaryDirectory() as tmp:
             html, repo = self._site(Path(tmp), split=True)
             lesson = (html / "lab_05.html").read_text(encoding="utf-8")
             (html / "lab_05.html").write_text(
-                lesson.replace('href="lab_05_bench.html"', 'href="lab_06.html"')
-                .replace("</h1>", '</h1><a class="anchor" id="lab_05_tests"></a>', 1))
+                lesson.replace("</h1>", '</h1><a class="anchor" id="lab_05_tests"></a>', 1))
             bench = (html / "lab_05_bench.html").read_text(encoding="utf-8")
             (html / "lab_05_bench.html").write_text(
-                bench.replace('href="lab_05_review.html"', 'href="lab_06.html"')
-                .replace("</h1>", '</h1><a class="anchor" id="lab_05_measured"></a>'
-                                  '<a class="anchor" id="lab_05_check"></a>', 1))
+                bench.replace("</h1>", '</h1><a class="anchor" id="lab_05_measured"></a>'
+                                       '<a class="anchor" id="lab_05_check"></a>', 1))
             review = (html / "lab_05_review.html").read_text(encoding="utf-8")
             (html / "lab_05_review.html").write_text(
                 review.replace('href="lab_05_bench.html"', 'href="lab_05.html"'))
             problems = "\n".join(check.structure_check(html, repo))
             self.assertIn("lab_05.html: holds section(s) lab_05_tests of another page", problems)
-            self.assertIn("lab_05.html: does not end with the link on to lab_05_bench.html",
-                          problems)
             self.assertIn("lab_05_bench.html: holds section(s) lab_05_check of another page",
                           problems)
-            self.assertIn("lab_05_bench.html: does not end with the link on to "
-                          "lab_05_review.html", problems)
             self.assertIn("lab_05_review.html: does not start with the link back to "
                           "lab_05_bench.html", problems)
 
@@ -739,8 +734,9 @@ class BuiltBookSplitTest(unittest.TestCase):
             self.assertIn(f'id="{moved}"', review)
         self.assertIn("What the tests prove</h1>", bench)
         self.assertNotIn("What the tests prove</h1>", lesson)
-        self.assertIn('href="lab_05_bench.html"', lesson[lesson.rfind("book-way-on"):])
-        self.assertIn('href="lab_05_review.html"', bench[bench.rfind("book-way-on"):])
+        self.assertNotIn("book-way-on", lesson + bench)  # the Previous / Next links lead on
+        self.assertIn('href="lab_05.html"', check._bench_intro(BOOK / "lab_05_bench.html"))
+        self.assertIn('href="lab_05_bench.html"', check._bench_intro(BOOK / "lab_05_review.html"))
         pages = [file for file, _ in check.book_pages(BOOK)]
         at = pages.index("lab_05.html")
         self.assertEqual(pages[at:at + 4], ["lab_05.html", "lab_05_bench.html",
