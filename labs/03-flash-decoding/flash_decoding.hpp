@@ -36,7 +36,7 @@ struct Partial {
 Partial attend_partial(const Vec& q, const RowsView& K, const RowsView& V);
 
 /// Returns the summary of the union of two disjoint key sets, given the summary of each:
-/// both sides are rescaled to m* = max(a.m, b.m) and added; an empty side adds exactly zero.
+/// both sides are rescaled to M = max(a.m, b.m) and added; an empty side adds exactly zero.
 /// a.acc, b.acc: [dv] -> acc: [dv].
 Partial merge(const Partial& a, const Partial& b);
 

@@ -33,10 +33,10 @@ Partial attend_partial(const Vec& q, const RowsView& K, const RowsView& V) {
 /// [merge]
 // Two summaries of disjoint key sets -> the summary of their union.
 // a.acc, b.acc: [dv] -> acc: [dv]
-//   m* = max(a.m, b.m)
-//   denom* = a.denom e^(a.m - m*) + b.denom e^(b.m - m*)      (acc* the same way)
+//   M = max(a.m, b.m)
+//   denom = a.denom e^(a.m - M) + b.denom e^(b.m - M)        (acc the same way)
 // Hint: when a side is empty (m = -inf) its factor must be exactly 0. Work out what
-// e^(a.m - m*) evaluates to when BOTH sides are empty before you trust it.
+// e^(a.m - M) evaluates to when BOTH sides are empty before you trust it.
 Partial merge(const Partial& a, const Partial& b) {
   checks::merge(a, b);
   throw NotImplemented("merge");

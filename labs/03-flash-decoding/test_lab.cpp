@@ -214,7 +214,7 @@ TEST(Merge, Commutes) {
   const Partial b = attend_partial(p.q, k_low, Mat(p.V.bottomRows(35)));
 
   const Partial ab = merge(a, b), ba = merge(b, a);
-  EXPECT_EQ(ab.m, ba.m) << "max is exact, so m* cannot depend on the order";
+  EXPECT_EQ(ab.m, ba.m) << "max is exact, so M cannot depend on the order";
   // The formula is symmetric and IEEE-754 + and * are commutative, so without fused
   // multiply-adds the two orders are bit-identical. A compiler may fuse one product of
   // x*wa + y*wb into an FMA (clang on ARM does); that moves one rounding, at most an ulp or two
@@ -346,7 +346,7 @@ TEST(PartitionedAttention, ExtremeLogitNear200InOnePartition) {
   // One key scores 200 (in partition 2 of 6), another 197 (in partition 5); the other 298 are
   // ordinary. e^200 overflows float32 (limit ~e^88.7) and fp16 long before; float64 survives
   // it, so this test is about the rescale: partition 2's m is ~190 above most others, whose
-  // factors e^(m - m*) are ~1e-83 and must neither vanish into NaN nor be skipped.
+  // factors e^(m - M) are ~1e-83 and must neither vanish into NaN nor be skipped.
   Rng rng(342);
   Problem p = make_problem(rng, 300);
   const double d = static_cast<double>(p.q.size());

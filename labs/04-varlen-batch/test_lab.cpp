@@ -129,8 +129,8 @@ Batch make_batch(Rng& rng, const std::vector<Shape>& shapes, int block_size, int
   return b;
 }
 
-/// The per-sequence dense causal reference: query i of sequence s attends the first
-/// num_cached + i + 1 rows of that sequence's contiguous K/V, and nothing else.
+/// The per-sequence dense causal reference: query u of sequence s attends the first
+/// num_cached + u + 1 rows of that sequence's contiguous K/V, and nothing else.
 /// -> [total_new, num_heads * head_dim], token-major.
 Mat reference(const Batch& b) {
   Mat out(b.q.rows(), b.q_width());

@@ -48,9 +48,9 @@ ForwardMeta build_forward_meta(const std::vector<SeqStep>& batch, int block_size
 void set_kv(Mat& k_pool, Mat& v_pool, const IVec& slot_mapping, const Mat& k, const Mat& v);
 
 /// Returns softmax(q K^T / sqrt(head_dim)) V for every new token of every sequence, reading each
-/// sequence's keys through its block_table row: query token i of sequence b (at position
-/// seq_lens_kv[b] - q_len + i, q_len = cu_seqlens_q[b + 1] - cu_seqlens_q[b]) attends keys
-/// 0 .. seq_lens_kv[b] - q_len + i of sequence b only; query head h reads kv head
+/// sequence's keys through its block_table row: query token u of sequence b (at position
+/// seq_lens_kv[b] - q_len + u, q_len = cu_seqlens_q[b + 1] - cu_seqlens_q[b]) attends keys
+/// 0 .. seq_lens_kv[b] - q_len + u of sequence b only; query head h reads kv head
 /// h / (num_heads / num_kv_heads).
 /// q: [total_new, num_heads * head_dim], token-major;
 /// k_pool, v_pool: [num_blocks * block_size, num_kv_heads * head_dim]
