@@ -24,9 +24,9 @@ def rank_fill(h: Hue, rank: int) -> str:
 
 def thread_map() -> Figure:
     f = Figure(820, 478, "Who reads what in the q·k phase",
-               "float16, block_size 16, head_size 128: 128 threads in 4 warps; warp ω takes "
-               "logical blocks ω, ω+4, ...; thread group g (2 threads) takes token g of each; "
-               "rank ρ reads the ρ-th 8 bytes of every 16-byte chunk of that token's key.")
+               "float16, block_size 16, head_size 128: 128 threads in 4 warps; warp warp_idx takes "
+               "logical blocks warp_idx, warp_idx+4, ...; thread group g (2 threads) takes token g of each; "
+               "rank 0 reads the first 8 bytes, rank 1 the last 8 of every 16-byte chunk of that token's key.")
     # 1. The threads.
     f.text(10, 14, f"1. The thread block: {NUM_THREADS} threads = {NUM_WARPS} warps × 32 lanes; "
            f"thread group g = lanes 2g, 2g + 1 (TG = {G})", size=SIZE, weight="bold")
@@ -39,8 +39,7 @@ def thread_map() -> Figure:
                row_labels=[f"warp {w}" for w in range(NUM_WARPS)])
     for lane in [*range(0, WARP_SIZE, 4), WARP_SIZE - 1]:
         f.text(g.cx(lane), gy - 7, str(lane), size=SIZE, anchor="middle", fill=INK)
-    f.text(gx + g.width + 8, gy + 51, "column: lane μ,", size=SIZE_SMALL, fill=MUTED)
-    f.text(gx + g.width + 8, gy + 65, "thread 32ω+μ", size=SIZE_SMALL, fill=MUTED)
+    f.text(gx + g.width + 8, gy + 51, "column: lane,", size=SIZE_SMALL, fill=MUTED)
     for k in range(WARP_SIZE // G + 1):
         x = g.left(k * G) if k < WARP_SIZE // G else g.right(WARP_SIZE - 1)
         f.line(x, gy, x, g.bottom(NUM_WARPS - 1), stroke=INK, sw=0.8)
@@ -52,7 +51,7 @@ def thread_map() -> Figure:
 
     # 2. Warps to logical blocks.
     y2 = 150
-    f.text(10, y2, "2. Warp ω takes the logical blocks ω, ω + 4, ω + 8, … of the sequence "
+    f.text(10, y2, "2. Warp warp_idx takes the logical blocks warp_idx, warp_idx + 4, … "
            "(here 12 blocks, 180 tokens)", size=SIZE, weight="bold")
     bw = 60
     blocks = f.grid(72, y2 + 16, 1, 12, bw, 26,
@@ -65,9 +64,9 @@ def thread_map() -> Figure:
 
     # 3. Inside one block: tokens to groups, 16-byte chunks to ranks.
     y3 = 242
-    f.text(10, y3, "3. In a block of warp 0: group g reads token g; rank ρ, bytes 8ρ … 8ρ + 7 "
-           "of each chunk", size=SIZE, weight="bold")
-    f.text(10, y3 + 17, f"key_cache[block, kv_head, chunk ν, token, 0 … 7]: a row is chunk ν of "
+    f.text(10, y3, "3. In a block of warp 0: group g reads token g; rank 0 bytes 0 … 7, rank 1 "
+           "bytes 8 … 15 of each chunk", size=SIZE, weight="bold")
+    f.text(10, y3 + 17, f"key_cache[block, kv_head, chunk, token, 0 … 7]: a row is one chunk of "
            f"all {BLOCK_SIZE} tokens ({BLOCK_SIZE * 16} contiguous bytes)",
            size=SIZE_SMALL, fill=MUTED)
     shown = [0, 1, 2, None, NUM_CHUNKS - 1]  # None: the rows left out
@@ -90,10 +89,10 @@ def thread_map() -> Figure:
                sw=0.8)
     f.text(kx - 6, ky - 9, "token:", size=SIZE_SMALL, anchor="end", fill=MUTED)
     for r, i in enumerate(shown):
-        label = "⋮" if i is None else f"ν = {i}: δ {i * X}–{i * X + X - 1}"
+        label = "⋮" if i is None else f"{i}: δ {i * X}–{i * X + X - 1}"
         f.text(kx - 6, grid.cy(r), label, size=SIZE_SMALL, anchor="end", fill=MUTED)
     f.text(10, grid.bottom(len(shown) - 1) + 14, "in a cell: the lane that reads it; "
-           "row ν = 0 is one load, vec 0 of all 32 lanes", size=SIZE_SMALL, fill=INK)
+           "chunk 0 is one load, vec 0 of all 32 lanes", size=SIZE_SMALL, fill=INK)
     # Lane 11's loads, worked through, are in the caption; which warp's groups are drawn is said
     # once, in the chapter's prose next to the figure.
     f.height = grid.bottom(len(shown) - 1) + 26
@@ -143,7 +142,7 @@ def key_cache() -> Figure:
         f.arrow(col + G * hw / 2, 67, col + G * hw / 2, y0 - 22, color=hue(t).ink)
         col += G * hw + 12
     for r, i in enumerate(chunks):
-        label = "⋮" if i is None else f"chunk {i}: δ {i * X}–{i * X + X - 1}"
+        label = "⋮" if i is None else f"{i}: δ {i * X}–{i * X + X - 1}"
         f.text(x0 - 8, y0 + (r + 0.5) * ch, label, size=SIZE_SMALL, anchor="end", fill=MUTED)
     f.vbrace(col - 6, y0 + 1, y0 + ch - 1, ["one row:", "16 × 16 B,", "contiguous"])
     # Why the chunk index comes before the token is said once, in the caption under the figure.
@@ -195,12 +194,12 @@ def value_cache() -> Figure:
 # dynamic shared memory: logits, later out_smem), m (red_smem[0..3]), s (red_smem[4..7]).
 PHASES = [
     (["Step 1: each thread loads its 16-byte pieces of q"], {"q": "q (written)"}),
-    (["Step 2: q·k, warp ω on blocks ω, ω+4, …; butterfly;",
+    (["Step 2: q·k over each warp's blocks; butterfly;",
       "rank 0 writes logits[t], keeps a running max"], {"q": "q (read)", "l": "sₜ (written)"}),
     (["Step 3: max in each warp (butterfly, masks 16 … TG);",
-      "lane 0 writes red_smem[ω]"], {"q": "q", "l": "sₜ", "m": "4 maxima"}),
+      "lane 0 writes red_smem[warp_idx]"], {"q": "q", "l": "sₜ", "m": "4 maxima"}),
     (["cross-warp max → qk_max; Step 4: logits[t] =",
-      "exp(sₜ − qk_max); warp sums → red_smem[4 + ω]"],
+      "exp(sₜ − qk_max); sums → red_smem[4 + warp_idx]"],
      {"q": "q", "l": "exp(sₜ − m)", "m": "(read)", "s": "4 sums"}),
     (["cross-warp sum → exp_sum; logits[t] /= exp_sum"],
      {"q": "q", "l": "wₜ / denom (written)", "s": "(read)"}),
