@@ -23,7 +23,7 @@ def rank_fill(h: Hue, rank: int) -> str:
 # ---- the thread block as a map from threads to data ---------------------------------------------
 
 def thread_map() -> Figure:
-    f = Figure(820, 478, "Who reads what in the q·k phase",
+    f = Figure(820, 220, "Who reads what in the q·k phase",
                "float16, block_size 16, head_size 128: 128 threads in 4 warps; warp warp_idx takes "
                "logical blocks warp_idx, warp_idx+4, ...; thread group g (2 threads) takes token g of each; "
                "rank 0 reads the first 8 bytes, rank 1 the last 8 of every 16-byte chunk of that token's key.")
@@ -39,7 +39,7 @@ def thread_map() -> Figure:
                row_labels=[f"warp {w}" for w in range(NUM_WARPS)])
     for lane in [*range(0, WARP_SIZE, 4), WARP_SIZE - 1]:
         f.text(g.cx(lane), gy - 7, str(lane), size=SIZE, anchor="middle", fill=INK)
-    f.text(gx + g.width + 8, gy + 51, "column: lane,", size=SIZE_SMALL, fill=MUTED)
+    f.text(gx + g.width + 8, gy + 51, "column: lane", size=SIZE_SMALL, fill=MUTED)
     for k in range(WARP_SIZE // G + 1):
         x = g.left(k * G) if k < WARP_SIZE // G else g.right(WARP_SIZE - 1)
         f.line(x, gy, x, g.bottom(NUM_WARPS - 1), stroke=INK, sw=0.8)
@@ -62,40 +62,52 @@ def thread_map() -> Figure:
                fill=WARPS[j % NUM_WARPS].ink)
     f.text(72 + 12 * bw + 6, y2 + 29, "…", size=SIZE)
 
-    # 3. Inside one block: tokens to groups, 16-byte chunks to ranks.
-    y3 = 242
-    f.text(10, y3, "3. In a block of warp 0: group g reads token g; rank 0 bytes 0 … 7, rank 1 "
-           "bytes 8 … 15 of each chunk", size=SIZE, weight="bold")
-    f.text(10, y3 + 17, f"key_cache[block, kv_head, chunk, token, 0 … 7]: a row is one chunk of "
-           f"all {BLOCK_SIZE} tokens ({BLOCK_SIZE * 16} contiguous bytes)",
-           size=SIZE_SMALL, fill=MUTED)
-    shown = [0, 1, 2, None, NUM_CHUNKS - 1]  # None: the rows left out
-    hw = 21  # one rank's half of a token's chunk: a two-digit lane fits with room to spare
+    f.height = y2 + 66
+    return f
 
-    def chunk_cell(r, c):
-        i = shown[r]
-        token, rank = divmod(c, G)
-        if i is None:
-            return "⋮", "#ffffff"
+
+def key_lanes() -> Figure:
+    """Panel 3 of the thread map as a picture of its own, narrow enough to show at its natural
+    size in every column: which lane loads which half of which key chunk, in one block of warp 0."""
+    tokens = [*range(8), None, BLOCK_SIZE - 1]   # None: tokens 8 to 14, left out
+    shown = [0, 1, 2, None, NUM_CHUNKS - 1]        # None: the chunks left out
+    hw, ch = 24, 26                                # one rank's half of a token's chunk
+    kx, ky = 150, 70
+    width = kx + (G * (len(tokens) - 1) + 1) * hw + 10
+    f = Figure(width, 250, "Which lane loads which half of each key chunk",
+               "One block of warp 0, float16, block_size 16: thread group g reads token g; "
+               "rank 0 loads bytes 0 to 7 of each 16-byte chunk, rank 1 bytes 8 to 15.")
+    f.text(10, 14, "In one block of warp 0: group g reads token g,", size=SIZE_TITLE,
+           weight="bold")
+    f.text(10, 32, "rank 0 bytes 0 … 7 and rank 1 bytes 8 … 15 of each chunk", size=SIZE_TITLE,
+           weight="bold")
+    cols = []                                      # (token, rank) per column, None: the gap
+    for t in tokens:
+        cols.extend([None] if t is None else [(t, r) for r in range(G)])
+
+    def cell(r, c):
+        i, tc = shown[r], cols[c]
+        if i is None or tc is None:
+            return "⋮" if tc is not None else ("…" if r == 0 else ""), "#ffffff"
+        token, rank = tc
         # The lane that reads it, numbered in the first row only: every row has the same lanes.
         return (str(token * G + rank) if r == 0 else ""), rank_fill(hue(token), rank)
-    kx, ky = 140, y3 + 50
-    grid = f.grid(kx, ky, len(shown), BLOCK_SIZE * G, hw, 24, chunk_cell, size=SIZE_SMALL,
-                  col_labels=None)
-    for t in range(BLOCK_SIZE):
-        f.text((grid.left(t * G) + grid.right(t * G + G - 1)) / 2, ky - 9, str(t),
-               size=SIZE_SMALL, anchor="middle", fill=hue(t).ink, weight="bold")
-        f.line(grid.left(t * G), ky, grid.left(t * G), grid.bottom(len(shown) - 1), stroke=INK,
-               sw=0.8)
-    f.text(kx - 6, ky - 9, "token:", size=SIZE_SMALL, anchor="end", fill=MUTED)
+    grid = f.grid(kx, ky, len(shown), len(cols), hw, ch, cell, size=SIZE, col_labels=None)
+    for c, tc in enumerate(cols):
+        if tc is not None and tc[1] == 0:
+            f.text((grid.left(c) + grid.right(c + G - 1)) / 2, ky - 10, str(tc[0]), size=SIZE,
+                   anchor="middle", fill=hue(tc[0]).ink, weight="bold")
+            f.line(grid.left(c), ky, grid.left(c), grid.bottom(len(shown) - 1), stroke=INK,
+                   sw=0.8)
+    f.text(kx - 6, ky - 10, "token", size=SIZE, anchor="end", fill=MUTED)
     for r, i in enumerate(shown):
-        label = "⋮" if i is None else f"{i}: δ {i * X}–{i * X + X - 1}"
-        f.text(kx - 6, grid.cy(r), label, size=SIZE_SMALL, anchor="end", fill=MUTED)
-    f.text(10, grid.bottom(len(shown) - 1) + 14, "in a cell: the lane that reads it; "
-           "chunk 0 is one load, vec 0 of all 32 lanes", size=SIZE_SMALL, fill=INK)
-    # Lane 11's loads, worked through, are in the caption; which warp's groups are drawn is said
-    # once, in the chapter's prose next to the figure.
-    f.height = grid.bottom(len(shown) - 1) + 26
+        label = "⋮" if i is None else f"chunk {i}: δ {i * X}–{i * X + X - 1}"
+        f.text(kx - 6, grid.cy(r), label, size=SIZE, anchor="end", fill=MUTED)
+    y = grid.bottom(len(shown) - 1) + 16
+    f.text(10, y, "in a cell: the lane that loads it; a row: one chunk of all 16 tokens,",
+           size=SIZE, fill=INK)
+    f.text(10, y + 18, "256 contiguous bytes, one load of the whole warp", size=SIZE, fill=INK)
+    f.height = y + 30
     return f
 
 
@@ -310,7 +322,7 @@ def warp_butterfly() -> Figure:
     tg = max(WARP_SIZE // BLOCK_SIZE, 1)
     f = Figure(820, 296, "XOR butterfly across a warp",
                f"Block size {BLOCK_SIZE}, so TG = {tg}: the 32 lanes of a warp reduce in five "
-               "shuffles, masks 16 down to 1; thick black arrows, the five values lane 0 receives. The max "
+               "shuffles, masks 16 down to 1; the arrows are the five values lane 0 receives. The max "
                "stops after mask TG, the sum after mask 1.")
     f.text(10, 14, f"Across a warp: block size {BLOCK_SIZE}, so TG = {tg}; masks 16, 8, 4, 2, 1",
            size=SIZE_TITLE, weight="bold")
@@ -319,29 +331,18 @@ def warp_butterfly() -> Figure:
     masks = [16, 8, 4, 2, 1]
     rows = [60 + 44 * k for k in range(len(masks) + 1)]
     max_row = masks.index(tg) + 1         # the row where the max is complete
-    # At step k every lane takes the value of the lane that differs in bit `mask`: the whole
-    # lattice in grey, the exchanges whose sums reach lane 0 (lanes < mask) in the step's colour,
-    # and thick and black the five that land on lane 0, which between them carry all 32 lanes.
-    # The chapter's caption names them the same way.
-    # The hairlines are light so that the five thick arrows stand out; each thick arrow is
-    # labelled at its tail with the lane it comes from and how many lanes' values it carries
-    # (lane `mask` has by then combined the lanes j with j mod 2·mask = mask: 32 / (2·mask)).
-    for k, mask in enumerate(masks):
-        for l in range(WARP_SIZE):
-            into_lane0 = l < mask
-            f.line(lx[l ^ mask], rows[k] + 5, lx[l], rows[k + 1] - 5,
-                   stroke=mix(hue(k).ink, "#ffffff", 0.55) if into_lane0 else "#e6e9ed",
-                   sw=0.8 if into_lane0 else 0.6)
+    # At step k every lane takes the value of the lane that differs in bit `mask`. Only the five
+    # exchanges that land on lane 0 are drawn, thick and black: between them they carry all 32
+    # lanes. Each is labelled beside its tail, right of the arrow and between the rows, with the
+    # lane it comes from and how many lanes' values it carries (lane `mask` has by then combined
+    # the lanes j with j mod 2·mask = mask: 32 / (2·mask)).
     for k, mask in enumerate(masks):
         f.line(lx[mask], rows[k] + 5, lx[0], rows[k + 1] - 5, stroke=INK, sw=2, arrow=True)
         f.line(lx[0], rows[k] + 5, lx[0], rows[k + 1] - 5, stroke=INK, sw=2)
         carried = WARP_SIZE // (2 * mask)
         label = (f"from lane {mask}, carrying {carried} lanes" if carried > 1
                  else f"from lane {mask}, its own value")
-        ty = rows[k] + 16
-        f.rect(lx[mask] + 6, ty - 8, text_width(label, NOTE_SIZE) * 1.06 + 6, 16, fill=PAPER,
-               stroke=None, opacity=0.9)
-        f.text(lx[mask] + 9, ty, label, size=NOTE_SIZE, weight="bold")
+        f.text(lx[mask] + 12, rows[k] + 17, label, size=NOTE_SIZE, weight="bold")
         f.text(10, (rows[k] + rows[k + 1]) / 2, f"mask {mask}", size=NOTE_SIZE,
                fill=hue(k).ink, weight="bold")
     for k, y in enumerate(rows):
@@ -402,6 +403,6 @@ def gpu() -> Figure:
 
 
 FIGURES = {"lab05_key_cache": key_cache, "lab05_value_cache": value_cache,
-           "lab05_thread_map": thread_map, "lab05_timeline": timeline,
+           "lab05_thread_map": thread_map, "lab05_key_lanes": key_lanes, "lab05_timeline": timeline,
            "lab05_group_butterfly": group_butterfly,
            "lab05_warp_butterfly": warp_butterfly, "lab05_gpu": gpu}
