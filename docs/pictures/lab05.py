@@ -70,7 +70,7 @@ def key_lanes() -> Figure:
     """Panel 3 of the thread map as a picture of its own, narrow enough to show at its natural
     size in every column: which lane loads which half of which key chunk, in one block of warp 0."""
     tokens = [*range(8), None, BLOCK_SIZE - 1]   # None: tokens 8 to 14, left out
-    shown = [0, 1, 2, None, NUM_CHUNKS - 1]        # None: the chunks left out
+    shown = [0, 1, None, NUM_CHUNKS - 1]           # None: the chunks left out
     hw, ch = 24, 26                                # one rank's half of a token's chunk
     kx, ky = 150, 70
     width = kx + (G * (len(tokens) - 1) + 1) * hw + 10
@@ -104,22 +104,20 @@ def key_lanes() -> Figure:
         label = "⋮" if i is None else f"chunk {i}: δ {i * X}–{i * X + X - 1}"
         f.text(kx - 6, grid.cy(r), label, size=SIZE, anchor="end", fill=MUTED)
     y = grid.bottom(len(shown) - 1) + 16
-    f.text(10, y, "in a cell: the lane that loads it; a row: one chunk of all 16 tokens,",
-           size=SIZE, fill=INK)
-    f.text(10, y + 18, "256 contiguous bytes, one load of the whole warp", size=SIZE, fill=INK)
-    f.height = y + 30
+    f.text(10, y, "in a cell: the lane that loads it", size=SIZE, fill=INK)
+    f.height = y + 12
     return f
 
 
 # ---- the two cache layouts ------------------------------------------------------------------------
 
 def key_cache() -> Figure:
-    f = Figure(820, 250, "One (block, kv head) slice of the key cache",
+    f = Figure(820, 206, "One (block, kv head) slice of the key cache",
                "float16, block_size 16, head_size 128: rows are chunks of 8 dimensions, each "
                "one 16-byte cell per token; the two threads of a token's group read its halves.")
     tokens = [0, 1, None, BLOCK_SIZE - 1]    # None: the tokens left out
     chunks = [0, 1, None, NUM_CHUNKS - 1]
-    hw, ch, x0, y0 = 78, 26, 160, 110
+    hw, ch, x0, y0 = 78, 26, 160, 76
     f.text(10, 14, "key_cache[block, kv_head]:  [head_size / x = 16, block_size = 16, x = 8]",
            size=SIZE, weight="bold", mono=True)
     col = x0
@@ -130,8 +128,11 @@ def key_cache() -> Figure:
                 f.text(col + 15, y0 + (r + 0.5) * ch, "…", size=SIZE, anchor="middle")
             col += 30
             continue
-        f.text(col + hw, y0 - 12, f"token {t}", size=SIZE_SMALL, anchor="middle",
+        f.text(col + hw, y0 - 30, f"token {t}", size=SIZE_SMALL, anchor="middle",
                weight="bold")
+        # The thread group that reads this token.
+        f.text(col + hw, y0 - 13, f"group {t}: threads {G * t}, {G * t + 1}", size=SIZE_SMALL,
+               anchor="middle", fill=hue(t).ink)
         for r, i in enumerate(chunks):
             for rank in range(G):
                 x = col + rank * hw
@@ -148,10 +149,6 @@ def key_cache() -> Figure:
         for rank in range(G):
             f.text(col + (rank + 0.5) * hw, y0 + len(chunks) * ch + 12, f"rank {rank}", size=SIZE_SMALL,
                    anchor="middle", fill=MUTED)
-        # The thread group that reads this token.
-        f.box(col + 10, 32, G * hw - 20, 34, [f"thread group {t}", f"threads {G * t}, {G * t + 1}"],
-              fill=hue(t).fill, stroke=hue(t).ink, size=SIZE_SMALL)
-        f.arrow(col + G * hw / 2, 67, col + G * hw / 2, y0 - 22, color=hue(t).ink)
         col += G * hw + 12
     for r, i in enumerate(chunks):
         label = "⋮" if i is None else f"{i}: δ {i * X}–{i * X + X - 1}"
@@ -162,12 +159,12 @@ def key_cache() -> Figure:
 
 
 def value_cache() -> Figure:
-    f = Figure(820, 262, "One (block, kv head) slice of the value cache",
+    f = Figure(820, 238, "One (block, kv head) slice of the value cache",
                "float16, block_size 16, head_size 128: rows are dimensions, columns tokens; "
                "each lane reads 8 tokens of one dimension in one 16-byte load.")
     f.text(10, 14, "value_cache[block, kv_head]:  [head_size = 128, block_size = 16]", size=SIZE,
            weight="bold", mono=True)
-    rows = [(0, 0), (1, 0), (2, 0), None, (15, 0), (16, 1), None, (127, 7)]  # (d, pass)
+    rows = [(0, 0), (1, 0), None, (15, 0), (16, 1), None, (127, 7)]  # (d, pass)
     v_vec = 16 // ELEM_BYTES
     lanes_per_row = BLOCK_SIZE // v_vec
     x0, y0, cw, ch = 170, 56, 200, 24
@@ -191,9 +188,9 @@ def value_cache() -> Figure:
             f.text(x0 + (c + 0.5) * cw, y + ch / 2, f"lane {lane}, pass {pass_}", size=SIZE_SMALL,
                    anchor="middle", mono=True)
     f.rect(x0, y0, lanes_per_row * cw, len(rows) * ch, stroke=INK, sw=1)
-    f.vbrace(x0 + lanes_per_row * cw + 4, y0 + 1, y0 + 5 * ch - 1,
+    f.vbrace(x0 + lanes_per_row * cw + 4, y0 + 1, y0 + 4 * ch - 1,
              ["pass 0: 32 lanes,", "16 rows"])
-    f.lines(600, y0 + 6 * ch + 20, ["8 passes cover", "the 128 rows"], size=SIZE_SMALL,
+    f.lines(600, y0 + 5 * ch + 20, ["8 passes cover", "the 128 rows"], size=SIZE_SMALL,
             anchor="start", fill=MUTED)
     # What a lane does with its row is said once, in the caption under the figure.
     return f
@@ -241,7 +238,7 @@ REGIONS_X = 406  # where the shared-memory columns start: right of the longest p
 
 
 def timeline() -> Figure:
-    row_h, bar_h = 34, 20
+    row_h, bar_h = 31, 17
     top = 58
     height = top + len(PHASES) * row_h + sum(1 for b in BARRIERS if b) * bar_h + 8
     f = Figure(820, height, "The kernel as a timeline",
@@ -320,7 +317,7 @@ def group_butterfly() -> Figure:
 
 def warp_butterfly() -> Figure:
     tg = max(WARP_SIZE // BLOCK_SIZE, 1)
-    f = Figure(820, 296, "XOR butterfly across a warp",
+    f = Figure(820, 262, "XOR butterfly across a warp",
                f"Block size {BLOCK_SIZE}, so TG = {tg}: the 32 lanes of a warp reduce in five "
                "shuffles, masks 16 down to 1; the arrows are the five values lane 0 receives. The max "
                "stops after mask TG, the sum after mask 1.")
@@ -329,7 +326,7 @@ def warp_butterfly() -> Figure:
     step = 19
     lx = [96 + step * l for l in range(WARP_SIZE)]
     masks = [16, 8, 4, 2, 1]
-    rows = [60 + 44 * k for k in range(len(masks) + 1)]
+    rows = [56 + 38 * k for k in range(len(masks) + 1)]
     max_row = masks.index(tg) + 1         # the row where the max is complete
     # At step k every lane takes the value of the lane that differs in bit `mask`. Only the five
     # exchanges that land on lane 0 are drawn, thick and black: between them they carry all 32
@@ -342,7 +339,7 @@ def warp_butterfly() -> Figure:
         carried = WARP_SIZE // (2 * mask)
         label = (f"from lane {mask}, carrying {carried} lanes" if carried > 1
                  else f"from lane {mask}, its own value")
-        f.text(lx[mask] + 12, rows[k] + 17, label, size=NOTE_SIZE, weight="bold")
+        f.text(lx[mask] + 12, rows[k] + 15, label, size=NOTE_SIZE, weight="bold")
         f.text(10, (rows[k] + rows[k + 1]) / 2, f"mask {mask}", size=NOTE_SIZE,
                fill=hue(k).ink, weight="bold")
     for k, y in enumerate(rows):
