@@ -72,15 +72,13 @@ def key_lanes() -> Figure:
     tokens = [*range(8), None, BLOCK_SIZE - 1]   # None: tokens 8 to 14, left out
     shown = [0, 1, None, NUM_CHUNKS - 1]           # None: the chunks left out
     hw, ch = 24, 26                                # one rank's half of a token's chunk
-    kx, ky = 150, 70
+    kx, ky = 150, 54
     width = kx + (G * (len(tokens) - 1) + 1) * hw + 10
     f = Figure(width, 250, "Which lane loads which half of each key chunk",
                "One block of warp 0, float16, block_size 16: thread group g reads token g; "
                "rank 0 loads bytes 0 to 7 of each 16-byte chunk, rank 1 bytes 8 to 15.")
-    f.text(10, 14, "In one block of warp 0: group g reads token g,", size=SIZE_TITLE,
-           weight="bold")
-    f.text(10, 32, "rank 0 bytes 0 … 7 and rank 1 bytes 8 … 15 of each chunk", size=SIZE_TITLE,
-           weight="bold")
+    f.text(10, 14, "One block of warp 0: group g reads token g, rank 0 and 1 a half each",
+           size=SIZE_TITLE, weight="bold")
     cols = []                                      # (token, rank) per column, None: the gap
     for t in tokens:
         cols.extend([None] if t is None else [(t, r) for r in range(G)])
@@ -238,7 +236,7 @@ REGIONS_X = 406  # where the shared-memory columns start: right of the longest p
 
 
 def timeline() -> Figure:
-    row_h, bar_h = 31, 17
+    row_h, bar_h = 29, 16
     top = 58
     height = top + len(PHASES) * row_h + sum(1 for b in BARRIERS if b) * bar_h + 8
     f = Figure(820, height, "The kernel as a timeline",
@@ -285,13 +283,13 @@ def timeline() -> Figure:
 # other.
 
 def group_butterfly() -> Figure:
-    f = Figure(400, 236, "XOR butterfly inside a thread group",
+    f = Figure(400, 186, "XOR butterfly inside a thread group",
                "Block size 8, float32, so TG = 4: the four threads of a group add their partial "
                "dot products Σ₀ … Σ₃ in two shuffles, masks 2 then 1, and each ends with q·k.")
     f.text(10, 14, "Inside a thread group: TG = 4", size=SIZE_TITLE, weight="bold")
     lanes = 4
     xs = [50 + 66 * l for l in range(lanes)]
-    ys = [70, 140, 210]
+    ys = [56, 114, 172]
     sub = "₀₁₂₃"  # lane ℓ's partial dot product Σℓ, over its own vecs
     values = [[f"Σ{sub[l]}" for l in range(lanes)],
               [f"Σ{sub[l]}+Σ{sub[l ^ 2]}" if l < 2 else f"Σ{sub[l ^ 2]}+Σ{sub[l]}"
@@ -309,7 +307,7 @@ def group_butterfly() -> Figure:
             f.box(xs[l] - 29, y - 14, 58, 28, values[row][l], fill=STATE.fill if row == 2 else
                   "#ffffff", stroke=INK, size=NOTE_SIZE, mono=True)
     for l in range(lanes):
-        f.text(xs[l], 42, f"lane {l}", size=NOTE_SIZE, anchor="middle", fill=MUTED)
+        f.text(xs[l], 32, f"lane {l}", size=NOTE_SIZE, anchor="middle", fill=MUTED)
     # What one shuffle does and why no barrier is needed: the caption under the figure. The
     # picture is as narrow as its lattice, so it shows at its own size in every column.
     return f
@@ -317,7 +315,7 @@ def group_butterfly() -> Figure:
 
 def warp_butterfly() -> Figure:
     tg = max(WARP_SIZE // BLOCK_SIZE, 1)
-    f = Figure(820, 262, "XOR butterfly across a warp",
+    f = Figure(820, 244, "XOR butterfly across a warp",
                f"Block size {BLOCK_SIZE}, so TG = {tg}: the 32 lanes of a warp reduce in five "
                "shuffles, masks 16 down to 1; the arrows are the five values lane 0 receives. The max "
                "stops after mask TG, the sum after mask 1.")
@@ -326,7 +324,7 @@ def warp_butterfly() -> Figure:
     step = 19
     lx = [96 + step * l for l in range(WARP_SIZE)]
     masks = [16, 8, 4, 2, 1]
-    rows = [56 + 38 * k for k in range(len(masks) + 1)]
+    rows = [56 + 35 * k for k in range(len(masks) + 1)]
     max_row = masks.index(tg) + 1         # the row where the max is complete
     # At step k every lane takes the value of the lane that differs in bit `mask`. Only the five
     # exchanges that land on lane 0 are drawn, thick and black: between them they carry all 32
@@ -339,7 +337,7 @@ def warp_butterfly() -> Figure:
         carried = WARP_SIZE // (2 * mask)
         label = (f"from lane {mask}, carrying {carried} lanes" if carried > 1
                  else f"from lane {mask}, its own value")
-        f.text(lx[mask] + 12, rows[k] + 15, label, size=NOTE_SIZE, weight="bold")
+        f.text(lx[mask] + 12, rows[k] + 14, label, size=NOTE_SIZE, weight="bold")
         f.text(10, (rows[k] + rows[k + 1]) / 2, f"mask {mask}", size=NOTE_SIZE,
                fill=hue(k).ink, weight="bold")
     for k, y in enumerate(rows):
