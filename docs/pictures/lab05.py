@@ -357,18 +357,19 @@ def warp_butterfly() -> Figure:
 # ---- the H100 measurements ------------------------------------------------------------------------
 
 def gpu() -> Figure:
+    ROW = 39  # one batch: its two label lines, v1's bar and FlashAttention's
     v1 = h100.lab05_v1()
     torch = h100.torch_sdpa()
     order = sorted(v1, key=lambda s: -v1[s])
-    f = Figure(820, 88 + 44 * len(order), "paged_attention_v1 on an H100",
+    f = Figure(820, 84 + ROW * len(order), "paged_attention_v1 on an H100",
                "GB/s of K and V each call must read, for seven decode batches (float16, head "
                "size 128, block size 16), against FlashAttention through PyTorch and a plain "
                "read of the same bytes.")
     x0 = 250
-    scale = h100.gbps_scale(f, x0, 540, 44 + 44 * len(order))
+    scale = h100.gbps_scale(f, x0, 540, 44 + ROW * len(order))
     for i, shape in enumerate(order):
         seqs, tokens, heads, kv = shape
-        y = 44 + 44 * i
+        y = 44 + ROW * i
         f.text(10, y + 10, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
         f.text(10, y + 25, f"grid: {heads * seqs:,} thread blocks", size=SIZE_SMALL, fill=MUTED)
         row = torch.get(shape)
@@ -389,7 +390,7 @@ def gpu() -> Figure:
             f.text(clear(x0 + flash * scale + 5, label), y + 25, label, size=SIZE_SMALL,
                    fill=WARPS[2].ink)
             f.line(read_x, y, read_x, y + 34, stroke=INK, sw=2)
-    y = 60 + 44 * len(order)
+    y = 60 + ROW * len(order)
     end = f.legend(10, y, [(WARPS[0], "lab 05's v1 (lab05_bench)"),
                            (WARPS[2], "FlashAttention via PyTorch, contiguous")])
     f.line(end, y - 7, end, y + 7, stroke=INK, sw=2)
