@@ -23,10 +23,10 @@ def rank_fill(h: Hue, rank: int) -> str:
 # ---- the thread block as a map from threads to data ---------------------------------------------
 
 def thread_map() -> Figure:
-    f = Figure(820, 478, "Who reads what in the q·k phase",
-               "float16, block_size 16, head_size 128: 128 threads in 4 warps; warp ω takes "
-               "logical blocks ω, ω+4, ...; thread group g (2 threads) takes token g of each; "
-               "rank ρ reads the ρ-th 8 bytes of every 16-byte chunk of that token's key.")
+    f = Figure(820, 220, "Who reads what in the q·k phase",
+               "float16, block_size 16, head_size 128: 128 threads in 4 warps; warp warp_idx takes "
+               "logical blocks warp_idx, warp_idx+4, ...; thread group g (2 threads) takes token g of each; "
+               "rank 0 reads the first 8 bytes, rank 1 the last 8 of every 16-byte chunk of that token's key.")
     # 1. The threads.
     f.text(10, 14, f"1. The thread block: {NUM_THREADS} threads = {NUM_WARPS} warps × 32 lanes; "
            f"thread group g = lanes 2g, 2g + 1 (TG = {G})", size=SIZE, weight="bold")
@@ -39,8 +39,7 @@ def thread_map() -> Figure:
                row_labels=[f"warp {w}" for w in range(NUM_WARPS)])
     for lane in [*range(0, WARP_SIZE, 4), WARP_SIZE - 1]:
         f.text(g.cx(lane), gy - 7, str(lane), size=SIZE, anchor="middle", fill=INK)
-    f.text(gx + g.width + 8, gy + 51, "column: lane μ,", size=SIZE_SMALL, fill=MUTED)
-    f.text(gx + g.width + 8, gy + 65, "thread 32ω+μ", size=SIZE_SMALL, fill=MUTED)
+    f.text(gx + g.width + 8, gy + 51, "column: lane", size=SIZE_SMALL, fill=MUTED)
     for k in range(WARP_SIZE // G + 1):
         x = g.left(k * G) if k < WARP_SIZE // G else g.right(WARP_SIZE - 1)
         f.line(x, gy, x, g.bottom(NUM_WARPS - 1), stroke=INK, sw=0.8)
@@ -52,7 +51,7 @@ def thread_map() -> Figure:
 
     # 2. Warps to logical blocks.
     y2 = 150
-    f.text(10, y2, "2. Warp ω takes the logical blocks ω, ω + 4, ω + 8, … of the sequence "
+    f.text(10, y2, "2. Warp warp_idx takes the logical blocks warp_idx, warp_idx + 4, … "
            "(here 12 blocks, 180 tokens)", size=SIZE, weight="bold")
     bw = 60
     blocks = f.grid(72, y2 + 16, 1, 12, bw, 26,
@@ -63,52 +62,60 @@ def thread_map() -> Figure:
                fill=WARPS[j % NUM_WARPS].ink)
     f.text(72 + 12 * bw + 6, y2 + 29, "…", size=SIZE)
 
-    # 3. Inside one block: tokens to groups, 16-byte chunks to ranks.
-    y3 = 242
-    f.text(10, y3, "3. In a block of warp 0: group g reads token g; rank ρ, bytes 8ρ … 8ρ + 7 "
-           "of each chunk", size=SIZE, weight="bold")
-    f.text(10, y3 + 17, f"key_cache[block, kv_head, chunk ν, token, 0 … 7]: a row is chunk ν of "
-           f"all {BLOCK_SIZE} tokens ({BLOCK_SIZE * 16} contiguous bytes)",
-           size=SIZE_SMALL, fill=MUTED)
-    shown = [0, 1, 2, None, NUM_CHUNKS - 1]  # None: the rows left out
-    hw = 21  # one rank's half of a token's chunk: a two-digit lane fits with room to spare
+    f.height = y2 + 66
+    return f
 
-    def chunk_cell(r, c):
-        i = shown[r]
-        token, rank = divmod(c, G)
-        if i is None:
-            return "⋮", "#ffffff"
+
+def key_lanes() -> Figure:
+    """Panel 3 of the thread map as a picture of its own, narrow enough to show at its natural
+    size in every column: which lane loads which half of which key chunk, in one block of warp 0."""
+    tokens = [*range(8), None, BLOCK_SIZE - 1]   # None: tokens 8 to 14, left out
+    shown = [0, 1, None, NUM_CHUNKS - 1]           # None: the chunks left out
+    hw, ch = 24, 26                                # one rank's half of a token's chunk
+    kx, ky = 150, 54
+    width = kx + (G * (len(tokens) - 1) + 1) * hw + 10
+    f = Figure(width, 250, "Which lane loads which half of each key chunk",
+               "One block of warp 0, float16, block_size 16: thread group g reads token g; "
+               "rank 0 loads bytes 0 to 7 of each 16-byte chunk, rank 1 bytes 8 to 15.")
+    f.text(10, 14, "One block of warp 0: group g reads token g, rank 0 and 1 a half each",
+           size=SIZE_TITLE, weight="bold")
+    cols = []                                      # (token, rank) per column, None: the gap
+    for t in tokens:
+        cols.extend([None] if t is None else [(t, r) for r in range(G)])
+
+    def cell(r, c):
+        i, tc = shown[r], cols[c]
+        if i is None or tc is None:
+            return "⋮" if tc is not None else ("…" if r == 0 else ""), "#ffffff"
+        token, rank = tc
         # The lane that reads it, numbered in the first row only: every row has the same lanes.
         return (str(token * G + rank) if r == 0 else ""), rank_fill(hue(token), rank)
-    kx, ky = 140, y3 + 50
-    grid = f.grid(kx, ky, len(shown), BLOCK_SIZE * G, hw, 24, chunk_cell, size=SIZE_SMALL,
-                  col_labels=None)
-    for t in range(BLOCK_SIZE):
-        f.text((grid.left(t * G) + grid.right(t * G + G - 1)) / 2, ky - 9, str(t),
-               size=SIZE_SMALL, anchor="middle", fill=hue(t).ink, weight="bold")
-        f.line(grid.left(t * G), ky, grid.left(t * G), grid.bottom(len(shown) - 1), stroke=INK,
-               sw=0.8)
-    f.text(kx - 6, ky - 9, "token:", size=SIZE_SMALL, anchor="end", fill=MUTED)
+    grid = f.grid(kx, ky, len(shown), len(cols), hw, ch, cell, size=SIZE, col_labels=None)
+    for c, tc in enumerate(cols):
+        if tc is not None and tc[1] == 0:
+            f.text((grid.left(c) + grid.right(c + G - 1)) / 2, ky - 10, str(tc[0]), size=SIZE,
+                   anchor="middle", fill=hue(tc[0]).ink, weight="bold")
+            f.line(grid.left(c), ky, grid.left(c), grid.bottom(len(shown) - 1), stroke=INK,
+                   sw=0.8)
+    f.text(kx - 6, ky - 10, "token", size=SIZE, anchor="end", fill=MUTED)
     for r, i in enumerate(shown):
-        label = "⋮" if i is None else f"ν = {i}: δ {i * X}–{i * X + X - 1}"
-        f.text(kx - 6, grid.cy(r), label, size=SIZE_SMALL, anchor="end", fill=MUTED)
-    f.text(10, grid.bottom(len(shown) - 1) + 14, "in a cell: the lane that reads it; "
-           "row ν = 0 is one load, vec 0 of all 32 lanes", size=SIZE_SMALL, fill=INK)
-    # Lane 11's loads, worked through, are in the caption; which warp's groups are drawn is said
-    # once, in the chapter's prose next to the figure.
-    f.height = grid.bottom(len(shown) - 1) + 26
+        label = "⋮" if i is None else f"chunk {i}: δ {i * X}–{i * X + X - 1}"
+        f.text(kx - 6, grid.cy(r), label, size=SIZE, anchor="end", fill=MUTED)
+    y = grid.bottom(len(shown) - 1) + 16
+    f.text(10, y, "in a cell: the lane that loads it", size=SIZE, fill=INK)
+    f.height = y + 12
     return f
 
 
 # ---- the two cache layouts ------------------------------------------------------------------------
 
 def key_cache() -> Figure:
-    f = Figure(820, 250, "One (block, kv head) slice of the key cache",
+    f = Figure(820, 206, "One (block, kv head) slice of the key cache",
                "float16, block_size 16, head_size 128: rows are chunks of 8 dimensions, each "
                "one 16-byte cell per token; the two threads of a token's group read its halves.")
     tokens = [0, 1, None, BLOCK_SIZE - 1]    # None: the tokens left out
     chunks = [0, 1, None, NUM_CHUNKS - 1]
-    hw, ch, x0, y0 = 78, 26, 160, 110
+    hw, ch, x0, y0 = 78, 26, 160, 76
     f.text(10, 14, "key_cache[block, kv_head]:  [head_size / x = 16, block_size = 16, x = 8]",
            size=SIZE, weight="bold", mono=True)
     col = x0
@@ -119,8 +126,11 @@ def key_cache() -> Figure:
                 f.text(col + 15, y0 + (r + 0.5) * ch, "…", size=SIZE, anchor="middle")
             col += 30
             continue
-        f.text(col + hw, y0 - 12, f"token {t}", size=SIZE_SMALL, anchor="middle",
+        f.text(col + hw, y0 - 30, f"token {t}", size=SIZE_SMALL, anchor="middle",
                weight="bold")
+        # The thread group that reads this token.
+        f.text(col + hw, y0 - 13, f"group {t}: threads {G * t}, {G * t + 1}", size=SIZE_SMALL,
+               anchor="middle", fill=hue(t).ink)
         for r, i in enumerate(chunks):
             for rank in range(G):
                 x = col + rank * hw
@@ -137,13 +147,9 @@ def key_cache() -> Figure:
         for rank in range(G):
             f.text(col + (rank + 0.5) * hw, y0 + len(chunks) * ch + 12, f"rank {rank}", size=SIZE_SMALL,
                    anchor="middle", fill=MUTED)
-        # The thread group that reads this token.
-        f.box(col + 10, 32, G * hw - 20, 34, [f"thread group {t}", f"threads {G * t}, {G * t + 1}"],
-              fill=hue(t).fill, stroke=hue(t).ink, size=SIZE_SMALL)
-        f.arrow(col + G * hw / 2, 67, col + G * hw / 2, y0 - 22, color=hue(t).ink)
         col += G * hw + 12
     for r, i in enumerate(chunks):
-        label = "⋮" if i is None else f"chunk {i}: δ {i * X}–{i * X + X - 1}"
+        label = "⋮" if i is None else f"{i}: δ {i * X}–{i * X + X - 1}"
         f.text(x0 - 8, y0 + (r + 0.5) * ch, label, size=SIZE_SMALL, anchor="end", fill=MUTED)
     f.vbrace(col - 6, y0 + 1, y0 + ch - 1, ["one row:", "16 × 16 B,", "contiguous"])
     # Why the chunk index comes before the token is said once, in the caption under the figure.
@@ -151,12 +157,12 @@ def key_cache() -> Figure:
 
 
 def value_cache() -> Figure:
-    f = Figure(820, 262, "One (block, kv head) slice of the value cache",
+    f = Figure(820, 238, "One (block, kv head) slice of the value cache",
                "float16, block_size 16, head_size 128: rows are dimensions, columns tokens; "
                "each lane reads 8 tokens of one dimension in one 16-byte load.")
     f.text(10, 14, "value_cache[block, kv_head]:  [head_size = 128, block_size = 16]", size=SIZE,
            weight="bold", mono=True)
-    rows = [(0, 0), (1, 0), (2, 0), None, (15, 0), (16, 1), None, (127, 7)]  # (d, pass)
+    rows = [(0, 0), (1, 0), None, (15, 0), (16, 1), None, (127, 7)]  # (d, pass)
     v_vec = 16 // ELEM_BYTES
     lanes_per_row = BLOCK_SIZE // v_vec
     x0, y0, cw, ch = 170, 56, 200, 24
@@ -180,9 +186,9 @@ def value_cache() -> Figure:
             f.text(x0 + (c + 0.5) * cw, y + ch / 2, f"lane {lane}, pass {pass_}", size=SIZE_SMALL,
                    anchor="middle", mono=True)
     f.rect(x0, y0, lanes_per_row * cw, len(rows) * ch, stroke=INK, sw=1)
-    f.vbrace(x0 + lanes_per_row * cw + 4, y0 + 1, y0 + 5 * ch - 1,
+    f.vbrace(x0 + lanes_per_row * cw + 4, y0 + 1, y0 + 4 * ch - 1,
              ["pass 0: 32 lanes,", "16 rows"])
-    f.lines(600, y0 + 6 * ch + 20, ["8 passes cover", "the 128 rows"], size=SIZE_SMALL,
+    f.lines(600, y0 + 5 * ch + 20, ["8 passes cover", "the 128 rows"], size=SIZE_SMALL,
             anchor="start", fill=MUTED)
     # What a lane does with its row is said once, in the caption under the figure.
     return f
@@ -195,17 +201,17 @@ def value_cache() -> Figure:
 # dynamic shared memory: logits, later out_smem), m (red_smem[0..3]), s (red_smem[4..7]).
 PHASES = [
     (["Step 1: each thread loads its 16-byte pieces of q"], {"q": "q (written)"}),
-    (["Step 2: q·k, warp ω on blocks ω, ω+4, …; butterfly;",
+    (["Step 2: q·k over each warp's blocks; butterfly;",
       "rank 0 writes logits[t], keeps a running max"], {"q": "q (read)", "l": "sₜ (written)"}),
     (["Step 3: max in each warp (butterfly, masks 16 … TG);",
-      "lane 0 writes red_smem[ω]"], {"q": "q", "l": "sₜ", "m": "4 maxima"}),
+      "lane 0 writes red_smem[warp_idx]"], {"q": "q", "l": "sₜ", "m": "4 maxima"}),
     (["cross-warp max → qk_max; Step 4: logits[t] =",
-      "exp(sₜ − qk_max); warp sums → red_smem[4 + ω]"],
+      "exp(sₜ − qk_max); sums → red_smem[4 + warp_idx]"],
      {"q": "q", "l": "exp(sₜ − m)", "m": "(read)", "s": "4 sums"}),
     (["cross-warp sum → exp_sum; logits[t] /= exp_sum"],
-     {"q": "q", "l": "wₜ / denom (written)", "s": "(read)"}),
-    (["Step 5: accs += (wₜ / denom) vₜ, the warp's blocks;",
-      "Step 6: fold the lanes that share a V row"], {"q": "q", "l": "wₜ / denom (read)"}),
+     {"q": "q", "l": "wₜ / exp_sum (written)", "s": "(read)"}),
+    (["Step 5: accs += (wₜ / exp_sum) vₜ, the warp's blocks;",
+      "Step 6: fold the lanes that share a V row"], {"q": "q", "l": "wₜ / exp_sum (read)"}),
     (["Step 6, tree round 1: warps 2, 3 write their rows"], {"q": "q", "l": "out_smem: warps 2, 3"}),
     (["warps 0 and 1 add them"], {"q": "q", "l": "(read)"}),
     (["Step 6, tree round 2: warp 1 writes its rows"], {"q": "q", "l": "out_smem: warp 1"}),
@@ -230,7 +236,7 @@ REGIONS_X = 406  # where the shared-memory columns start: right of the longest p
 
 
 def timeline() -> Figure:
-    row_h, bar_h = 34, 20
+    row_h, bar_h = 29, 16
     top = 58
     height = top + len(PHASES) * row_h + sum(1 for b in BARRIERS if b) * bar_h + 8
     f = Figure(820, height, "The kernel as a timeline",
@@ -277,13 +283,13 @@ def timeline() -> Figure:
 # other.
 
 def group_butterfly() -> Figure:
-    f = Figure(400, 236, "XOR butterfly inside a thread group",
+    f = Figure(400, 186, "XOR butterfly inside a thread group",
                "Block size 8, float32, so TG = 4: the four threads of a group add their partial "
                "dot products Σ₀ … Σ₃ in two shuffles, masks 2 then 1, and each ends with q·k.")
     f.text(10, 14, "Inside a thread group: TG = 4", size=SIZE_TITLE, weight="bold")
     lanes = 4
     xs = [50 + 66 * l for l in range(lanes)]
-    ys = [70, 140, 210]
+    ys = [56, 114, 172]
     sub = "₀₁₂₃"  # lane ℓ's partial dot product Σℓ, over its own vecs
     values = [[f"Σ{sub[l]}" for l in range(lanes)],
               [f"Σ{sub[l]}+Σ{sub[l ^ 2]}" if l < 2 else f"Σ{sub[l ^ 2]}+Σ{sub[l]}"
@@ -301,7 +307,7 @@ def group_butterfly() -> Figure:
             f.box(xs[l] - 29, y - 14, 58, 28, values[row][l], fill=STATE.fill if row == 2 else
                   "#ffffff", stroke=INK, size=NOTE_SIZE, mono=True)
     for l in range(lanes):
-        f.text(xs[l], 42, f"lane {l}", size=NOTE_SIZE, anchor="middle", fill=MUTED)
+        f.text(xs[l], 32, f"lane {l}", size=NOTE_SIZE, anchor="middle", fill=MUTED)
     # What one shuffle does and why no barrier is needed: the caption under the figure. The
     # picture is as narrow as its lattice, so it shows at its own size in every column.
     return f
@@ -309,40 +315,29 @@ def group_butterfly() -> Figure:
 
 def warp_butterfly() -> Figure:
     tg = max(WARP_SIZE // BLOCK_SIZE, 1)
-    f = Figure(820, 296, "XOR butterfly across a warp",
+    f = Figure(820, 244, "XOR butterfly across a warp",
                f"Block size {BLOCK_SIZE}, so TG = {tg}: the 32 lanes of a warp reduce in five "
-               "shuffles, masks 16 down to 1; thick black arrows, the five values lane 0 receives. The max "
+               "shuffles, masks 16 down to 1; the arrows are the five values lane 0 receives. The max "
                "stops after mask TG, the sum after mask 1.")
     f.text(10, 14, f"Across a warp: block size {BLOCK_SIZE}, so TG = {tg}; masks 16, 8, 4, 2, 1",
            size=SIZE_TITLE, weight="bold")
     step = 19
     lx = [96 + step * l for l in range(WARP_SIZE)]
     masks = [16, 8, 4, 2, 1]
-    rows = [60 + 44 * k for k in range(len(masks) + 1)]
+    rows = [56 + 35 * k for k in range(len(masks) + 1)]
     max_row = masks.index(tg) + 1         # the row where the max is complete
-    # At step k every lane takes the value of the lane that differs in bit `mask`: the whole
-    # lattice in grey, the exchanges whose sums reach lane 0 (lanes < mask) in the step's colour,
-    # and thick and black the five that land on lane 0, which between them carry all 32 lanes.
-    # The chapter's caption names them the same way.
-    # The hairlines are light so that the five thick arrows stand out; each thick arrow is
-    # labelled at its tail with the lane it comes from and how many lanes' values it carries
-    # (lane `mask` has by then combined the lanes j with j mod 2·mask = mask: 32 / (2·mask)).
-    for k, mask in enumerate(masks):
-        for l in range(WARP_SIZE):
-            into_lane0 = l < mask
-            f.line(lx[l ^ mask], rows[k] + 5, lx[l], rows[k + 1] - 5,
-                   stroke=mix(hue(k).ink, "#ffffff", 0.55) if into_lane0 else "#e6e9ed",
-                   sw=0.8 if into_lane0 else 0.6)
+    # At step k every lane takes the value of the lane that differs in bit `mask`. Only the five
+    # exchanges that land on lane 0 are drawn, thick and black: between them they carry all 32
+    # lanes. Each is labelled beside its tail, right of the arrow and between the rows, with the
+    # lane it comes from and how many lanes' values it carries (lane `mask` has by then combined
+    # the lanes j with j mod 2·mask = mask: 32 / (2·mask)).
     for k, mask in enumerate(masks):
         f.line(lx[mask], rows[k] + 5, lx[0], rows[k + 1] - 5, stroke=INK, sw=2, arrow=True)
         f.line(lx[0], rows[k] + 5, lx[0], rows[k + 1] - 5, stroke=INK, sw=2)
         carried = WARP_SIZE // (2 * mask)
         label = (f"from lane {mask}, carrying {carried} lanes" if carried > 1
                  else f"from lane {mask}, its own value")
-        ty = rows[k] + 16
-        f.rect(lx[mask] + 6, ty - 8, text_width(label, NOTE_SIZE) * 1.06 + 6, 16, fill=PAPER,
-               stroke=None, opacity=0.9)
-        f.text(lx[mask] + 9, ty, label, size=NOTE_SIZE, weight="bold")
+        f.text(lx[mask] + 12, rows[k] + 14, label, size=NOTE_SIZE, weight="bold")
         f.text(10, (rows[k] + rows[k + 1]) / 2, f"mask {mask}", size=NOTE_SIZE,
                fill=hue(k).ink, weight="bold")
     for k, y in enumerate(rows):
@@ -362,18 +357,19 @@ def warp_butterfly() -> Figure:
 # ---- the H100 measurements ------------------------------------------------------------------------
 
 def gpu() -> Figure:
+    ROW = 39  # one batch: its two label lines, v1's bar and FlashAttention's
     v1 = h100.lab05_v1()
     torch = h100.torch_sdpa()
     order = sorted(v1, key=lambda s: -v1[s])
-    f = Figure(820, 88 + 44 * len(order), "paged_attention_v1 on an H100",
+    f = Figure(820, 84 + ROW * len(order), "paged_attention_v1 on an H100",
                "GB/s of K and V each call must read, for seven decode batches (float16, head "
                "size 128, block size 16), against FlashAttention through PyTorch and a plain "
                "read of the same bytes.")
     x0 = 250
-    scale = h100.gbps_scale(f, x0, 540, 44 + 44 * len(order))
+    scale = h100.gbps_scale(f, x0, 540, 44 + ROW * len(order))
     for i, shape in enumerate(order):
         seqs, tokens, heads, kv = shape
-        y = 44 + 44 * i
+        y = 44 + ROW * i
         f.text(10, y + 10, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
         f.text(10, y + 25, f"grid: {heads * seqs:,} thread blocks", size=SIZE_SMALL, fill=MUTED)
         row = torch.get(shape)
@@ -394,7 +390,7 @@ def gpu() -> Figure:
             f.text(clear(x0 + flash * scale + 5, label), y + 25, label, size=SIZE_SMALL,
                    fill=WARPS[2].ink)
             f.line(read_x, y, read_x, y + 34, stroke=INK, sw=2)
-    y = 60 + 44 * len(order)
+    y = 60 + ROW * len(order)
     end = f.legend(10, y, [(WARPS[0], "lab 05's v1 (lab05_bench)"),
                            (WARPS[2], "FlashAttention via PyTorch, contiguous")])
     f.line(end, y - 7, end, y + 7, stroke=INK, sw=2)
@@ -403,6 +399,6 @@ def gpu() -> Figure:
 
 
 FIGURES = {"lab05_key_cache": key_cache, "lab05_value_cache": value_cache,
-           "lab05_thread_map": thread_map, "lab05_timeline": timeline,
+           "lab05_thread_map": thread_map, "lab05_key_lanes": key_lanes, "lab05_timeline": timeline,
            "lab05_group_butterfly": group_butterfly,
            "lab05_warp_butterfly": warp_butterfly, "lab05_gpu": gpu}
