@@ -208,7 +208,7 @@ def measured() -> Figure:
             return (style, figure[0], f"{figure[0]:,.0f}  ({figure[1]:.0f}%)", "", bold)
         h100.batch_bars(f, x0, scale, y, read[shape][0], target, [
             bar(WARPS[0], v1.get(shape), "v1: logits too big for shared memory"),
-            bar(WARPS[3], v2.get(shape), "v2: 107% of the read, refused (see the text)",
+            bar(WARPS[3], v2.get(shape), "v2: 107% of the yardstick, refused (see the table)",
                 bold=True)])
     y = 62 + row_h * len(BATCHES)
     end = f.legend(10, y, [(WARPS[0], "v1 (lab 05)"), (WARPS[3], "v2 (this lab)"),
