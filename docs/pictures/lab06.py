@@ -273,7 +273,7 @@ def key_loop() -> Figure:
     # Step 3, per warp: a column of two tracks, the loads in flight and the dot products.
     col_w, load_w, gap = 200, 104, 4
     qk_w = col_w - 8 - load_w - gap
-    f.text(18, y + 13, "Step 3: warp warp_idx takes blocks i = warp_idx, warp_idx + 4, … of block_ids; "
+    f.text(18, y + 13, "Step 3: each warp takes blocks i = warp_idx, warp_idx + 4, … of block_ids; "
            "keys double-buffered", size=size)
     y += 30
     for w in range(NUM_WARPS):
@@ -303,7 +303,7 @@ def key_loop() -> Figure:
     sync("every wₜ visible to the value loop (block_sum)")
     phase("Step 5: each warp's values at block_ids[i], no table load; Step 6: its rows → warp_rows")
     sync("every warp's rows visible: the one barrier of the cross-warp sum")
-    phase("Step 7: thread thread_idx adds element thread_idx (and thread_idx + 128) of the four rows → tmp_out")
+    phase("Step 7: each thread adds element thread_idx (and thread_idx + 128) of the four rows → tmp_out")
     # How many bytes are in flight, and why no table read waits in front of a load: the caption
     # says it once (16 tokens × 128 × 2 B = 4 KiB per warp, 16 KiB per thread block).
     f.height = y + 6
