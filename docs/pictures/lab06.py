@@ -208,7 +208,7 @@ def measured() -> Figure:
             return (style, figure[0], f"{figure[0]:,.0f}  ({figure[1]:.0f}%)", "", bold)
         h100.batch_bars(f, x0, scale, y, read[shape][0], target, [
             bar(WARPS[0], v1.get(shape), "v1: logits too big for shared memory"),
-            bar(WARPS[3], v2.get(shape), "v2: 107% of the read, refused (see the text)",
+            bar(WARPS[3], v2.get(shape), "v2: 107% of the yardstick, refused (see the table)",
                 bold=True)])
     y = 62 + row_h * len(BATCHES)
     end = f.legend(10, y, [(WARPS[0], "v1 (lab 05)"), (WARPS[3], "v2 (this lab)"),
@@ -273,8 +273,8 @@ def key_loop() -> Figure:
     # Step 3, per warp: a column of two tracks, the loads in flight and the dot products.
     col_w, load_w, gap = 200, 104, 4
     qk_w = col_w - 8 - load_w - gap
-    f.text(18, y + 13, "Step 3: warp ω over blocks i = ω, ω + 4, … of block_ids, its keys in a "
-           "register double buffer", size=size)
+    f.text(18, y + 13, "Step 3: each warp takes blocks i = warp_idx, warp_idx + 4, … of block_ids; "
+           "keys double-buffered", size=size)
     y += 30
     for w in range(NUM_WARPS):
         x = 10 + w * col_w
@@ -303,7 +303,7 @@ def key_loop() -> Figure:
     sync("every wₜ visible to the value loop (block_sum)")
     phase("Step 5: each warp's values at block_ids[i], no table load; Step 6: its rows → warp_rows")
     sync("every warp's rows visible: the one barrier of the cross-warp sum")
-    phase("Step 7: thread θ adds element θ (and θ + 128) of the four rows → a contiguous tmp_out row")
+    phase("Step 7: each thread adds element thread_idx (and thread_idx + 128) of the four rows → tmp_out")
     # How many bytes are in flight, and why no table read waits in front of a load: the caption
     # says it once (16 tokens × 128 × 2 B = 4 KiB per warp, 16 KiB per thread block).
     f.height = y + 6
