@@ -117,6 +117,19 @@ bool answer_still_right(benchmark::State& state, Check check) {
   return detail::check_answer(state, check, "after timing: ");
 }
 
+/// Times `call` in the benchmark loop between two runs of `check` (answer_is_right before the
+/// clock, answer_still_right after it) and returns whether both passed. `call` hands its result
+/// to benchmark::DoNotOptimize, so the compiler cannot drop the work being timed.
+template <class Check, class Call>
+bool time_between_checks(benchmark::State& state, Check check, Call call) {
+  if (!answer_is_right(state, check)) return false;
+  for (auto _ : state) {
+    call();
+    benchmark::ClobberMemory();
+  }
+  return answer_still_right(state, check);
+}
+
 /// [kv_bytes / 8] one buffer of doubles as large as the K and V a series reads.
 inline Vec kv_sized_buffer(std::int64_t kv_bytes) {
   return Vec::LinSpaced(kv_bytes / static_cast<std::int64_t>(sizeof(double)), -1.0, 1.0);

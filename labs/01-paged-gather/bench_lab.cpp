@@ -20,13 +20,12 @@
 namespace pa::paged_gather {
 namespace {
 
-using pa::bench::answer_is_right;
-using pa::bench::answer_still_right;
 using pa::bench::BM_BaselineCopy;
 using pa::bench::BM_BaselineRead;
 using pa::bench::kBlockSize;
 using pa::bench::kHeadDim;
 using pa::bench::kLongRowTol;
+using pa::bench::time_between_checks;
 using Sequence = pa::bench::PagedSequence;
 
 const Sequence& sequence(int seq_len) {
@@ -60,14 +59,13 @@ void BM_GatherShuffled(benchmark::State& state) {
     const ::testing::AssertionResult k_ok = pa::testing::BitIdentical(s.k, keys);
     return k_ok ? pa::testing::BitIdentical(s.v, values) : k_ok;
   };
-  if (!answer_is_right(state, check)) return;
-  for (auto _ : state) {
-    gather(s, seq_len, keys, values);
-    benchmark::DoNotOptimize(keys.data());
-    benchmark::DoNotOptimize(values.data());
-    benchmark::ClobberMemory();
+  if (!time_between_checks(state, check, [&] {
+        gather(s, seq_len, keys, values);
+        benchmark::DoNotOptimize(keys.data());
+        benchmark::DoNotOptimize(values.data());
+      })) {
+    return;
   }
-  if (!answer_still_right(state, check)) return;
   report(state, seq_len);
 }
 
@@ -104,13 +102,13 @@ void BM_PagedAttention(benchmark::State& state) {
                                                  s.block_table, seq_len, kBlockSize),
                                  kLongRowTol);
   };
-  if (!answer_is_right(state, check)) return;
-  for (auto _ : state) {
-    Mat out =
-        paged_attention(s.q.transpose(), s.k_cache, s.v_cache, s.block_table, seq_len, kBlockSize);
-    benchmark::DoNotOptimize(out.data());  // [1, head_dim]
+  if (!time_between_checks(state, check, [&] {
+        Mat out =
+            paged_attention(s.q.transpose(), s.k_cache, s.v_cache, s.block_table, seq_len, kBlockSize);
+        benchmark::DoNotOptimize(out.data());  // [1, head_dim]
+      })) {
+    return;
   }
-  if (!answer_still_right(state, check)) return;
   report(state, seq_len);
 }
 

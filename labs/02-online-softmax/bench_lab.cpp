@@ -22,12 +22,11 @@
 namespace pa::online_softmax {
 namespace {
 
-using pa::bench::answer_is_right;
-using pa::bench::answer_still_right;
 using pa::bench::BM_BaselineCopy;
 using pa::bench::BM_BaselineRead;
 using pa::bench::kBlockSize;
 using pa::bench::kLongRowTol;
+using pa::bench::time_between_checks;
 using Sequence = pa::bench::PagedSequence;
 
 const Sequence& sequence(int seq_len) {
@@ -48,12 +47,12 @@ void BM_DenseAttention(benchmark::State& state) {
   const auto check = [&] {
     return pa::testing::AllClose(s.expected, dense_attention(s.q, s.k, s.v), kLongRowTol);
   };
-  if (!answer_is_right(state, check)) return;
-  for (auto _ : state) {
-    Vec out = dense_attention(s.q, s.k, s.v);  // [head_dim]
-    benchmark::DoNotOptimize(out.data());
+  if (!time_between_checks(state, check, [&] {
+        Vec out = dense_attention(s.q, s.k, s.v);  // [head_dim]
+        benchmark::DoNotOptimize(out.data());
+      })) {
+    return;
   }
-  if (!answer_still_right(state, check)) return;
   report(state, seq_len);
 }
 
@@ -67,13 +66,13 @@ void BM_PagedOnlineAttention(benchmark::State& state) {
         paged_online_attention(s.q, s.k_cache, s.v_cache, s.block_table, seq_len, kBlockSize),
         kLongRowTol);
   };
-  if (!answer_is_right(state, check)) return;
-  for (auto _ : state) {
-    Vec out = paged_online_attention(s.q, s.k_cache, s.v_cache, s.block_table, seq_len,
-                                     kBlockSize);  // [head_dim]
-    benchmark::DoNotOptimize(out.data());
+  if (!time_between_checks(state, check, [&] {
+        Vec out = paged_online_attention(s.q, s.k_cache, s.v_cache, s.block_table, seq_len,
+                                         kBlockSize);  // [head_dim]
+        benchmark::DoNotOptimize(out.data());
+      })) {
+    return;
   }
-  if (!answer_still_right(state, check)) return;
   report(state, seq_len);
 }
 
@@ -88,12 +87,12 @@ void BM_PagedOnlineInOrder(benchmark::State& state) {
         s.expected, paged_online_attention(s.q, s.k, s.v, s.in_order, seq_len, kBlockSize),
         kLongRowTol);
   };
-  if (!answer_is_right(state, check)) return;
-  for (auto _ : state) {
-    Vec out = paged_online_attention(s.q, s.k, s.v, s.in_order, seq_len, kBlockSize);  // [head_dim]
-    benchmark::DoNotOptimize(out.data());
+  if (!time_between_checks(state, check, [&] {
+        Vec out = paged_online_attention(s.q, s.k, s.v, s.in_order, seq_len, kBlockSize);  // [head_dim]
+        benchmark::DoNotOptimize(out.data());
+      })) {
+    return;
   }
-  if (!answer_still_right(state, check)) return;
   report(state, seq_len);
 }
 

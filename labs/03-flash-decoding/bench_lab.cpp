@@ -55,13 +55,12 @@ void run_partitioned(benchmark::State& state, int num_threads) {
         partitioned_attention(p.q, p.K, p.V, kBenchPartitions, num_threads),
         pa::bench::kLongRowTol);
   };
-  if (!pa::bench::answer_is_right(state, check)) return;
-  for (auto _ : state) {
-    Vec out = partitioned_attention(p.q, p.K, p.V, kBenchPartitions, num_threads);  // [dv]
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
+  if (!pa::bench::time_between_checks(state, check, [&] {
+        Vec out = partitioned_attention(p.q, p.K, p.V, kBenchPartitions, num_threads);  // [dv]
+        benchmark::DoNotOptimize(out.data());
+      })) {
+    return;
   }
-  if (!pa::bench::answer_still_right(state, check)) return;
   pa::bench::report(state, tokens, kv_bytes(tokens));
 }
 
@@ -166,13 +165,12 @@ void run_cascade(benchmark::State& state, bool shared) {
   const auto check = [&] {
     return pa::testing::AllClose(truth, attend(b), pa::bench::kLongRowTol);
   };
-  if (!pa::bench::answer_is_right(state, check)) return;
-  for (auto _ : state) {
-    Mat out = attend(b);  // [r, dv]
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
+  if (!pa::bench::time_between_checks(state, check, [&] {
+        Mat out = attend(b);  // [r, dv]
+        benchmark::DoNotOptimize(out.data());
+      })) {
+    return;
   }
-  if (!pa::bench::answer_still_right(state, check)) return;
   // Key rows read per call (each with its value row): the prefix once plus every suffix, or
   // every request's whole context.
   const std::int64_t key_rows = shared ? prefix_tokens + kCascadeRequests * kSuffixTokens

@@ -25,13 +25,12 @@
 namespace pa::varlen_batch {
 namespace {
 
-using pa::bench::answer_is_right;
-using pa::bench::answer_still_right;
 using pa::bench::BM_BaselineCopy;
 using pa::bench::BM_BaselineRead;
 using pa::bench::kBlockSize;
 using pa::bench::kHeadDim;
 using pa::bench::kLongRowTol;
+using pa::bench::time_between_checks;
 
 constexpr int kNumSeqs = 8;  // a small decode batch: enough sequences for the per-call cost to show
 
@@ -112,12 +111,12 @@ void BM_OneCallPerBatch(benchmark::State& state) {
     return pa::testing::AllClose(b.expected, attn_paged(b.q, b.k_pool, b.v_pool, b.meta, 1, 1),
                                  kLongRowTol);
   };
-  if (!answer_is_right(state, check)) return;
-  for (auto _ : state) {
-    Mat out = attn_paged(b.q, b.k_pool, b.v_pool, b.meta, 1, 1);  // [num_seqs, head_dim]
-    benchmark::DoNotOptimize(out.data());
+  if (!time_between_checks(state, check, [&] {
+        Mat out = attn_paged(b.q, b.k_pool, b.v_pool, b.meta, 1, 1);  // [num_seqs, head_dim]
+        benchmark::DoNotOptimize(out.data());
+      })) {
+    return;
   }
-  if (!answer_still_right(state, check)) return;
   report(state, tokens);
 }
 
@@ -138,13 +137,12 @@ void BM_OneCallPerSequence(benchmark::State& state) {
     per_sequence();
     return pa::testing::AllClose(b.expected, out, kLongRowTol);
   };
-  if (!answer_is_right(state, check)) return;
-  for (auto _ : state) {
-    per_sequence();
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
+  if (!time_between_checks(state, check, [&] {
+        per_sequence();
+        benchmark::DoNotOptimize(out.data());
+      })) {
+    return;
   }
-  if (!answer_still_right(state, check)) return;
   report(state, tokens);
 }
 
@@ -160,12 +158,12 @@ void BM_WholeStep(benchmark::State& state) {
     return attn_paged(b.q, b.k_pool, b.v_pool, meta, 1, 1);  // [num_seqs, head_dim]
   };
   const auto check = [&] { return pa::testing::AllClose(b.expected, step(), kLongRowTol); };
-  if (!answer_is_right(state, check)) return;
-  for (auto _ : state) {
-    Mat out = step();
-    benchmark::DoNotOptimize(out.data());
+  if (!time_between_checks(state, check, [&] {
+        Mat out = step();
+        benchmark::DoNotOptimize(out.data());
+      })) {
+    return;
   }
-  if (!answer_still_right(state, check)) return;
   report(state, tokens);
 }
 
