@@ -87,7 +87,7 @@ def layouts() -> Figure:
         return [f"t{t}", f"δ{c * x}-{c * x + x - 1}"]
 
     def colour(h, t):
-        return hue(h).fill if t % 2 == 0 else mix(hue(h).fill, hue(h).ink, 0.25)
+        return hue(h).fill  # by kv head only: the labels say the token
 
     x0 = 26
     # V0: key_cache[block] = [heads, chunks, tokens, x]
@@ -149,7 +149,9 @@ def tiles() -> Figure:
     f = Figure(820, 700, "The tiles of one thread block",
                "32 query heads over 4 kv heads (a group of 8), head_size 128, tiles of 64 "
                "tokens. Each cell is one 16 x 16 wmma tile (a half-height cell: 8 of its rows), "
-               "coloured by the warp that computes or reads it. Top: S = Q times K transposed. "
+               "coloured by the warp that computes or reads it; rows 8 to 15 are padding. Top: "
+               "S = Q times K transposed, the numbers 0 to 7 in Q and K transposed being the "
+               "mma steps, 16 dimensions each. "
                "Middle: the softmax, a row per 8 threads. Bottom: acc += W times V, W being the "
                "weight tile (tiles.p).")
     qk_steps = HEAD_SIZE // WMMA
@@ -157,16 +159,20 @@ def tiles() -> Figure:
     cw, ch, hh = 26, 30, 20
     groups = ["group heads", "rows 8-15: 0"]
     f.legend(10, 12, [(WARPS[w], f"warp {w}") for w in range(NUM_WARPS)] +
-             [(FREE, "read by every warp"), (POISON, "zero padding rows")])
-    # Q · Kᵀ = S: Q's column slice k meets Kᵀ's row slice k; Kᵀ's column slice w is warp w's.
+             [(FREE, "read by every warp"), (POISON, "padding rows 8-15")])
+    # Q · Kᵀ = S: Q's column slice j meets Kᵀ's row slice j in mma step j (dimensions 16j …
+    # 16j + 15); Kᵀ's column slice w is warp w's. Steps are numbered, not named k: k is a key.
     y = 74
     qg = _tile(f, 116, y, 2, qk_steps, cw, hh, "Q (q tile)", f"[16, {HEAD_SIZE}] 16-bit",
-               lambda r, c: None, lambda r, c: f"k{c}" if r == 0 else "", row_labels=groups)
+               lambda r, c: None, lambda r, c: f"{c}" if r == 0 else "", row_labels=groups)
     f.rect(qg.x, qg.y + hh, qg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
+    f.lines(10, qg.y + qg.height + 24, ["0-7: mma step j of every warp,",
+                                        "over dimensions 16j … 16j + 15"],
+            size=SIZE_SMALL, anchor="start", fill=MUTED)
     f.text(qg.x + qg.width + 14, y + hh, "·", size=22, anchor="middle")
     kx = qg.x + qg.width + 30
     kg = _tile(f, kx, y, qk_steps, NUM_WARPS, 44, 20, "Kᵀ (key tile, col_major)",
-               f"[{HEAD_SIZE}, 64 tokens] 16-bit", lambda r, c: c, lambda r, c: f"k{r}")
+               f"[{HEAD_SIZE}, 64 tokens] 16-bit", lambda r, c: c, lambda r, c: f"{r}")
     for w in range(NUM_WARPS):
         f.text(kg.cx(w), kg.y + kg.height + 10, f"t{16 * w}+", size=SIZE_SMALL,
                anchor="middle", fill=MUTED, mono=True)
@@ -182,8 +188,7 @@ def tiles() -> Figure:
     f.text(10, y2 - 22, "softmax: row r of S and W belongs to threads 8r … 8r + 7 (lanes of "
            "one warp), 8 columns each", size=SIZE, weight="bold")
     rg = f.grid(96, y2, 1, TILE_ROWS, 44, 28,
-                lambda r, c: (f"r{c}", WARPS[c // 4] if c < GROUP else
-                              mix(WARPS[c // 4].fill, "#ffffff", 0.45)),
+                lambda r, c: (f"r{c}", WARPS[c // 4] if c < GROUP else POISON.fill),
                 size=SIZE_SMALL, row_labels=["S, W rows"])
     for w in range(NUM_WARPS):
         f.brace(rg.left(4 * w) + 2, rg.right(4 * w + 3) - 2, rg.y + rg.height + 3,
@@ -195,6 +200,7 @@ def tiles() -> Figure:
     pg = _tile(f, 116, y3, 2, NUM_WARPS, 44, hh, "W (tiles.p)", "[16, 64] 16-bit",
                lambda r, c: None, lambda r, c: f"t{16 * c}+" if r == 0 else "",
                row_labels=["group heads", "rows 8-15: pad"])
+    f.rect(pg.x, pg.y + hh, pg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
     f.text(pg.x + pg.width + 14, y3 + hh, "·", size=22, anchor="middle")
     vx = pg.x + pg.width + 60
     vg = _tile(f, vx, y3, NUM_WARPS, qk_steps, cw, ch, "V (value tile)",
@@ -206,6 +212,7 @@ def tiles() -> Figure:
     ox = vg.x + vg.width + 30
     og = _tile(f, ox, y3, 2, qk_steps, 26, hh, "acc (tiles.o)", f"[16, {HEAD_SIZE}] float",
                lambda r, c: c // o_tiles, lambda r, c: "")
+    f.rect(og.x, og.y + hh, og.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
     for w in range(NUM_WARPS):
         f.text((og.left(o_tiles * w) + og.right(o_tiles * w + o_tiles - 1)) / 2,
                og.y + og.height + 12, f"warp {w}", size=SIZE_SMALL, anchor="middle",
