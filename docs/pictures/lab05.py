@@ -236,9 +236,13 @@ REGIONS_X = 406  # where the shared-memory columns start: right of the longest p
 
 
 def timeline() -> Figure:
-    row_h, bar_h = 29, 16
+    line_h, pad, bar_h = 16, 9, 24  # a text line; space above and below a phase; a barrier's band
     top = 58
-    height = top + len(PHASES) * row_h + sum(1 for b in BARRIERS if b) * bar_h + 8
+
+    def row_height(rows):  # each phase as tall as its text, with room between it and a barrier
+        return len(rows) * line_h + 2 * pad
+
+    height = top + sum(row_height(r) for r, _ in PHASES) + sum(1 for b in BARRIERS if b) * bar_h + 8
     f = Figure(820, height, "The kernel as a timeline",
                "Top to bottom: each phase of paged_attention_v1, the nine __syncthreads() "
                "between them and why each is there, and what shared memory holds meanwhile.")
@@ -254,21 +258,22 @@ def timeline() -> Figure:
     y = top
     barrier = 0
     for i, (rows, holds) in enumerate(PHASES):
+        row_h = row_height(rows)
         f.lines(14, y + row_h / 2, rows, size=SIZE_SMALL, anchor="start")
         for key, (rx, w, h) in xs.items():
             if key in holds:
                 fill = h.fill if "read" not in holds[key] or holds[key].startswith("q") else \
                     mix(h.fill, "#ffffff", 0.5)
-                f.rect(rx, y + 4, w, row_h - 8, fill=fill, stroke=h.ink, sw=1)
+                f.rect(rx, y + 5, w, row_h - 10, fill=fill, stroke=h.ink, sw=1)
                 f.text(rx + w / 2, y + row_h / 2, holds[key], size=SIZE_SMALL, anchor="middle")
             else:
-                f.rect(rx, y + 4, w, row_h - 8, fill="#ffffff", stroke=RULE, sw=0.8,
+                f.rect(rx, y + 5, w, row_h - 10, fill="#ffffff", stroke=RULE, sw=0.8,
                        dash="3 3")
         y += row_h
         if i < len(BARRIERS) and BARRIERS[i]:
             f.line(10, y + bar_h / 2, 810, y + bar_h / 2, stroke="#c0392b", sw=1.6, dash="7 4")
             label = f"__syncthreads() {barrier + 1}: {BARRIERS[i]}"
-            f.rect(20, y + 2, text_width(label, SIZE_SMALL, mono=True) + 10, bar_h - 4,
+            f.rect(20, y + 4, text_width(label, SIZE_SMALL, mono=True) + 10, bar_h - 8,
                    fill="#ffffff", stroke=None)
             f.text(25, y + bar_h / 2, label, size=SIZE_SMALL, fill="#c0392b", mono=True)
             barrier += 1
