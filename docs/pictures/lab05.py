@@ -403,7 +403,84 @@ def gpu() -> Figure:
     return f
 
 
+
+# ---- the GPU in one page --------------------------------------------------------------------------
+# The H100 figures the chapter quotes (\ref lab_05_gpu): the book's, not measured here.
+H100_SMS, H100_REGS_PER_SM, H100_SMEM_KIB, H100_THREADS_PER_SM = 132, 65_536, 228, 2_048
+H100_L2_MB, H100_HBM_GB, H100_HBM_PEAK_TBPS, H100_YARDSTICK_GBPS = 50, 80, 3.35, 2_940
+H100_DRAM_LATENCY_US, H100_CLOCK_GHZ = 0.4, 1.8  # lab 06's Little's law, lab 07's clock
+
+
+def hierarchy() -> Figure:
+    f = Figure(820, 380, "The GPU as lab 05 uses it",
+               f"Left: the grid, one thread block per (query head, sequence). Middle: one of the "
+               f"H100's {H100_SMS} SMs running one block, four warps of 32 lanes, with its "
+               f"registers and shared memory. Below: the L2 cache all SMs share, then HBM.")
+    # 1. The grid.
+    f.text(10, 14, "1. The grid", size=SIZE_TITLE, weight="bold")
+    f.text(10, 34, "(num_heads, num_seqs)", size=SIZE_SMALL, mono=True)
+    gx, gy, cw, ch = 62, 74, 32, 28
+    heads, seqs = 4, 4
+    neutral = mix(RULE, PAPER, 0.6)
+    g = f.grid(gx, gy, seqs, heads, cw, ch, lambda r, c: ("", neutral), mono=False,
+               row_labels=[f"seq {b}" for b in range(seqs)],
+               col_labels=[f"h{h}" for h in range(heads)])
+    f.rect(g.left(1), g.top(2), cw, ch, fill=PAPER, stroke=INK, sw=2.4)
+    f.lines(10, g.bottom(seqs - 1) + 40, ["a square: one block,", "run on any free SM,",
+                                          "in any order"], size=SIZE_SMALL, fill=MUTED,
+            anchor="start")
+
+    # 2. One SM.
+    sx, sy, sw_, sh = 214, 4, 430, 234
+    f.rect(sx, sy, sw_, sh, fill=PAPER, stroke=INK, sw=1.6, rx=6)
+    f.text(sx + 10, sy + 16, f"2. One SM of {H100_SMS}, running block (h1, seq 2)",
+           size=SIZE_TITLE, weight="bold")
+    lx, ly, lw, lh = sx + 64, sy + 46, 9, 18
+    f.arrow(g.right(1) + 2, g.cy(2), sx - 1, ly + 2 * lh, color=INK, bend=1)
+    lanes = f.grid(lx, ly, NUM_WARPS, WARP_SIZE, lw, lh, lambda w, l: ("", WARPS[w]),
+                   stroke=PAPER, sw=0.8, row_labels=[f"warp {w}" for w in range(NUM_WARPS)])
+    f.text(lx, ly - 10, "lane 0", size=SIZE_SMALL, fill=MUTED)
+    f.text(lanes.right(WARP_SIZE - 1), ly - 10, "31", size=SIZE_SMALL, fill=MUTED, anchor="end")
+    f.vbrace(lanes.right(WARP_SIZE - 1) + 4, ly, lanes.bottom(NUM_WARPS - 1),
+             [f"{NUM_THREADS}", "threads"], size=SIZE_SMALL)
+    y = lanes.bottom(NUM_WARPS - 1) + 14
+    bw = (sw_ - 30) / 2
+    f.box(sx + 10, y, bw, 62, ["registers: a thread's own",
+                               f"{H100_REGS_PER_SM // 1024}K × 32 bit per SM", "no extra cost"],
+          size=SIZE_SMALL)
+    f.box(sx + 20 + bw, y, bw, 62, ["shared memory: the block's",
+                                    f"{H100_SMEM_KIB} KiB per SM", "tens of cycles"],
+          size=SIZE_SMALL)
+    f.text(sx + 10, sy + sh - 16, f"beside it, other resident blocks: at most "
+           f"{H100_THREADS_PER_SM:,} threads per SM", size=SIZE_SMALL, fill=MUTED)
+
+    # The other SMs.
+    ox = sx + sw_ + 12
+    ow = 810 - ox - 16
+    for k in range(3):
+        f.rect(ox + 8 * k, sy + 8 * k, ow, sh - 16, fill=PAPER, stroke=RULE, sw=1, rx=6,
+               dash="4 3")
+    f.lines(ox + 16 + ow / 2, sy + sh / 2 + 8,
+            [f"the other {H100_SMS - 1}", "SMs, each with", "its own registers", "and shared",
+             "memory"], size=SIZE_SMALL, fill=MUTED)
+
+    # 3. L2 and HBM.
+    l2y = sy + sh + 24
+    for x in (sx + sw_ / 2, ox + 16 + ow / 2):
+        f.line(x, sy + sh, x, l2y, stroke=INK, sw=1.4)
+    f.box(10, l2y, 800, 30, f"L2 cache: {H100_L2_MB} MB, shared by all {H100_SMS} SMs; "
+          "a few hundred cycles", size=SIZE_SMALL)
+    hy = l2y + 30 + 18
+    f.line(410, l2y + 30, 410, hy, stroke=INK, sw=1.4)
+    f.box(10, hy, 800, 30, f"HBM3: {H100_HBM_GB} GB; {H100_HBM_PEAK_TBPS} TB/s peak, "
+          f"about {H100_YARDSTICK_GBPS:,} GB/s read by the yardstick; about "
+          f"{H100_DRAM_LATENCY_US} µs, some {round(H100_DRAM_LATENCY_US * H100_CLOCK_GHZ * 1000, -2):.0f} cycles",
+          size=SIZE_SMALL)
+    f.height = hy + 30 + 4
+    return f
+
 FIGURES = {"lab05_key_cache": key_cache, "lab05_value_cache": value_cache,
            "lab05_thread_map": thread_map, "lab05_key_lanes": key_lanes, "lab05_timeline": timeline,
            "lab05_group_butterfly": group_butterfly,
-           "lab05_warp_butterfly": warp_butterfly, "lab05_gpu": gpu}
+           "lab05_warp_butterfly": warp_butterfly, "lab05_gpu": gpu,
+           "lab05_hierarchy": hierarchy}
