@@ -92,7 +92,7 @@ def scratch() -> Figure:
     f.lines(40, y0 + ch * len(SEQ_LENS) + 26, ["each [num_seqs, num_heads,",
                                                 " max_num_partitions] float32"],
             size=SIZE_SMALL, anchor="start", fill=MUTED, mono=True)
-    tx, row_w, row_h = 430, 340, 15
+    tx, row_w, row_h = 480, 330, 15  # the row labels stand clear of the exp_sums grid
     f.text(tx + row_w / 2, y0 - 34, "tmp_out", size=SIZE, anchor="middle", weight="bold",
            mono=True)
     f.text(tx + row_w / 2, y0 - 18, "acc = Σₜ exp(sₜ − mₚ) · vₜ, undivided", size=SIZE_SMALL,
@@ -218,7 +218,7 @@ def measured() -> Figure:
     return f
 
 
-# ---- the attention kernel as a timeline (\ref lab_06_design) ---------------------------------------
+# ---- the attention kernel, step by step (\ref lab_06_design) ----------------------------------------
 # One partition of the example: the last of a 1,180-token sequence, float16, block size 16, head
 # size 128, four warps. Warp w takes the partition's blocks w, w + 4, ...; with the register double
 # buffer it issues the loads of block i + NUM_WARPS's keys before the dot products of block i.
@@ -238,8 +238,9 @@ def key_loop() -> Figure:
     row_h, bar_h, phase_h = 34, 24, 30
     blocks = [list(range(w, LOOP_BLOCKS, NUM_WARPS)) for w in range(NUM_WARPS)]
     loop_rows = max(len(b) for b in blocks) + 1  # the first load, then one row per block
-    f = Figure(820, 900, "The attention kernel of v2 as a timeline",
-               f"Top to bottom: the last partition of a {LOOP_SEQ_LEN:,}-token sequence "
+    f = Figure(820, 900, "The key loop of v2's attention kernel, step by step",
+               f"Steps top to bottom, one column per warp: the last partition of a "
+               f"{LOOP_SEQ_LEN:,}-token sequence "
                f"({LOOP_BLOCKS} cache blocks). The block table's slice is staged once; then "
                "each warp issues the loads of its next block's keys before the dot products of "
                "its current block; four barriers, the last one alone before the cross-warp sum.")
