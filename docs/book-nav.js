@@ -143,17 +143,10 @@ var BookNav = {
       if (labs.length === 0) done = false;
       for (var j = 0; j < labs.length; ++j) {
         done = open(labs[j]) && done;
-        // Under its chapter's title a page needs no "Lab NN" of its own: "At the bench",
-        // "Notes and measurements" (the full title stays its tooltip and its Previous / Next name).
-        var pages = labs[j].parentElement.querySelectorAll(":scope > ul > li > div.item span.label a");
-        for (var k = 0; k < pages.length; ++k) {
-          var full = pages[k].textContent;
-          var short = full.replace(/^Lab \d\d:?\s+(\S)/, function (m, c) { return c.toUpperCase(); });
-          if (short !== full) { pages[k].textContent = short; pages[k].title = full; }
-        }
       }
     }
     if (done) {
+      selected = BookNav.markIntroduction() || selected;
       // After the branches' slide-down: the page's own entry in view.
       setTimeout(function () {
         if (selected && selected.scrollIntoView) selected.scrollIntoView({ block: "nearest" });
@@ -161,6 +154,34 @@ var BookNav = {
       return;
     }
     if (tries < 60) setTimeout(function () { BookNav.openChapters(tries + 1); }, 50);
+  },
+
+  /**
+   * The Introduction is the front page, and so is the book's title at the top of the sidebar:
+   * Doxygen marks the first entry with that page, the title. On the front page (without a
+   * section in its address) this marks "Introduction" instead. Returns the entry marked, or null.
+   */
+  markIntroduction: function () {
+    var here = window.location.pathname.split("/").pop() || "index.html";
+    if (here !== "index.html" || window.location.hash.length > 1) return null;
+    var items = document.querySelectorAll("#nav-tree-contents div.item");
+    if (items.length < 2) return null;
+    for (var i = 1; i < items.length; ++i) {
+      var label = items[i].querySelector("span.label");
+      var a = label && label.querySelector("a");
+      if (!a || label.textContent.trim() !== "Introduction") continue;
+      if (!/(^|\/)index\.html$/.test(a.getAttribute("href") || "")) continue;
+      for (var j = 0; j < items.length; ++j) {
+        if (j !== i && items[j].classList.contains("selected")) {
+          items[j].classList.remove("selected");
+          items[j].removeAttribute("id");
+        }
+      }
+      items[i].classList.add("selected");
+      items[i].id = "selected";
+      return items[i];
+    }
+    return null;
   },
 
   /**
@@ -249,12 +270,25 @@ var BookNav = {
 
   init: function () {
     // The interactive contents count a section as the one being read once its heading is this
-    // close to the top; a heading reached through a link stops 64 px down, below the contents
-    // bar of book.css, and must count.
-    if (typeof DoxygenAwesomeInteractiveToc !== "undefined") {
-      DoxygenAwesomeInteractiveToc.topOffset = 72;
+    // close to the top of the window. The theme's 38 px (72 px before) named the section above
+    // for as long as the heading stayed in view below the contents bar: a reader at the top of
+    // "Run", its heading a third of the way down, saw "Files". A heading in the top third of
+    // the window (and never less than 72 px: one reached through a link stops 64 px down, below
+    // the bar) starts the section being read.
+    function spyOffset() {
+      if (typeof DoxygenAwesomeInteractiveToc === "undefined") return;
+      DoxygenAwesomeInteractiveToc.topOffset = Math.max(72, Math.round(window.innerHeight / 3));
     }
+    spyOffset();
+    window.addEventListener("resize", function () {
+      spyOffset();
+      if (typeof DoxygenAwesomeInteractiveToc !== "undefined") DoxygenAwesomeInteractiveToc.update();
+    });
     window.addEventListener("load", function () { BookNav.tocBar(); });
+    // Back at the page's top through its address, Doxygen marks the book's title again.
+    window.addEventListener("hashchange", function () {
+      setTimeout(function () { BookNav.markIntroduction(); }, 0);
+    });
     function run() {
       BookNav.contentsToggle();
       BookNav.render();

@@ -223,7 +223,7 @@ def short_title(title: str) -> str:
 
 
 def bench_title(lab: str) -> str:
-    return f"Lab {lab} at the bench"  # = the sidebar's (docs/CMakeLists.txt)
+    return f"Lab {lab}: at the bench"  # = the sidebar's (docs/CMakeLists.txt)
 
 
 def notes_title(lab: str) -> str:

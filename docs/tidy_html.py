@@ -262,6 +262,8 @@ def _breakable_name(m: re.Match) -> str:
 # the lab's number: labs/06-*/paged_attention_v2.hpp is paged__attention__v2_8hpp.html.
 LAB_PAGE = re.compile(r"(?:lab_|given_code_lab)(\d\d)(?:_bench|_review)?\.html")
 HEADER_LINK = re.compile(r'<a class="(?:el|code[^"]*)" href="([\w]+_8hpp)\.html#\w+"[^>]*>([^<]*)</a>')
+HEADER_TOOLTIP = re.compile(r'<div class="ttc" id="a(\w+?_8hpp)_html_\w+">'
+                            r'(?:<div class="tt\w+">(?:[^<]|<(?!/?div\b))*</div>)*</div>\n?')
 
 
 def header_pages(repo: Path) -> dict[str, str]:
@@ -284,7 +286,13 @@ def unlink_other_labs(name: str, text: str, headers: dict[str, str]) -> str:
         owner = headers.get(link.group(1))
         return link.group(2) if owner is not None and owner != page.group(1) else link.group(0)
 
-    return HEADER_LINK.sub(keep_own, text)
+    def drop_other(tip: re.Match) -> str:
+        owner = headers.get(tip.group(1))
+        return "" if owner is not None and owner != page.group(1) else tip.group(0)
+
+    # The link's tooltip (a hidden div.ttc, keyed by the link's target) goes with it: it named
+    # the other lab's symbol and its contract.
+    return HEADER_TOOLTIP.sub(drop_other, HEADER_LINK.sub(keep_own, text))
 
 
 # Doxygen's "Related Pages" index, written even with its tab hidden (docs/DoxygenLayout.xml.in),

@@ -36,10 +36,10 @@ inline constexpr double kSplitBelow = 0.8;
 /// wins (FA2's 0.85).
 inline constexpr double kNearBest = 0.85;
 
-/// Returns how many pieces to split each of `units` units of work into (each unit `chunks` long
-/// in indivisible chunks: tiles, cache blocks), on a device with `slots` slots, at most
-/// `max_splits`: FA2's rule above. A split count whose ceil(chunks / s) equals s - 1's gives the
-/// same partitions and is skipped. Always in [1, max(1, min(max_splits, chunks))].
+/// Returns how many pieces FA2's rule above splits each unit of work into. There are `units` of
+/// them, each `chunks` indivisible chunks long (tiles, cache blocks), on `slots` slots, and at
+/// most `max_splits` pieces. A split count whose ceil(chunks / s) equals s - 1's gives the same
+/// partitions and is skipped. Always in [1, max(1, min(max_splits, chunks))].
 constexpr int num_splits(std::int64_t units, std::int64_t chunks, std::int64_t slots,
                          int max_splits) {
   if (units <= 0 || chunks <= 1 || slots <= 0 || max_splits <= 1) return 1;
@@ -60,10 +60,10 @@ constexpr int num_splits(std::int64_t units, std::int64_t chunks, std::int64_t s
   return 1;
 }
 
-/// Returns the chunk size, among `sizes` (any order), that FA2's rule prefers for `units` units
-/// of `length` elements each on `slots` slots: the candidates are the split counts
-/// ceil(length / size); a grid already ≥ 80 % of the slots takes the largest size; otherwise the
-/// largest size whose efficiency is within 85 % of the best candidate's. 0 when `sizes` is empty.
+/// Returns the chunk size that FA2's rule prefers among the candidate sizes (in any order). The
+/// grid has `units` rows of `length` elements on `slots` slots, and each size in `sizes` gives
+/// the split count ceil(length / size); a grid already ≥ 80 % of the slots takes the largest
+/// size, otherwise the largest within 85 % of the best efficiency. 0 when `sizes` is empty.
 constexpr int pick_chunk_size(std::span<const int> sizes, std::int64_t units, std::int64_t length,
                               std::int64_t slots) {
   int largest = 0;

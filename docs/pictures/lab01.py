@@ -32,10 +32,10 @@ def slots() -> Figure:
               rx=0, mono=True, size=SIZE_SMALL)
         f.arrow(cx, toks.bottom(0), cx, 119, color=hue(j).ink)
 
-    # The pool: NUM_BLOCKS blocks of BLOCK_SIZE rows, drawn left to right. The blocks of this
-    # sequence are drawn wide, so their rows' tokens read at a glance; the others, which hold
-    # nothing of it, narrow, each named by its number alone.
-    px, wide, narrow, ph, py = 26, 30, 11, 28, 206
+    # The pool: NUM_BLOCKS blocks of BLOCK_SIZE rows, drawn left to right, every row the same
+    # width (one scale for the whole pool); a block of this sequence is named "block N", the
+    # others, which hold nothing of it, by their number alone.
+    px, wide, narrow, ph, py = 26, 16, 16, 28, 206
     f.text(10, 186, "the pool", size=SIZE_TITLE, weight="bold")
     holder = {}
     for t in range(SEQ_LEN):

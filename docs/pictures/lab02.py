@@ -12,7 +12,7 @@ NUM_BLOCKS = 8
 
 
 def stream() -> Figure:
-    f = Figure(820, 292, "One pass over the blocks, carrying (m, denom, acc)",
+    f = Figure(820, 326, "One pass over the blocks, carrying (m, denom, acc)",
                "The pool holds the 13 tokens in blocks 3, 1, 7 and 0; each logical block is "
                "read once, in logical order, and folded into the running state.")
     f.text(10, 14, "the pool (block_size 4): cells show the token each row holds",
@@ -33,8 +33,8 @@ def stream() -> Figure:
         if b < NUM_BLOCKS:
             f.text(x + 48, 72, f"block {b}", size=SIZE_SMALL, anchor="middle", fill=MUTED)
 
-    # The state chain.
-    y, h = 116, 52
+    # The state chain, each update numbered above its state.
+    y, h = 150, 52
     f.box(10, y, 96, h, ["m = −∞", "denom = 0", "acc = 0"], fill=STATE.fill, stroke=STATE.ink,
           size=SIZE_SMALL, mono=True)
     prev_right = 106
@@ -45,13 +45,17 @@ def stream() -> Figure:
               stroke=STATE.ink, size=SIZE_SMALL)
         f.arrow(prev_right, y + h / 2, x, y + h / 2, color=STATE.ink)
         prev_right = x + 124
-        # The read: the physical block is named under the pool by the logical block it holds,
-        # in that block's colour, and under the step that folds it in (arrows from the pool to
-        # the steps would cross: the table is not in order).
+        # The read: the physical block is named under the pool by the logical block it holds
+        # and the update that reads it, in that block's colour; the update is numbered above its
+        # state and names the physical block under it (arrows from the pool to the updates would
+        # cross: the table is not in order).
         src = (pool.left(block * BLOCK_SIZE) + pool.right(block * BLOCK_SIZE + 3)) / 2
         valid = last - first + 1
         f.text(src, 90, f"logical {j}", size=SIZE_SMALL, anchor="middle", fill=hue(j).ink,
                weight="bold")
+        f.text(src, 106, f"→ update {j + 1}", size=SIZE_SMALL, anchor="middle", fill=hue(j).ink)
+        f.text(x + 62, y - 8, f"update {j + 1}", size=SIZE_SMALL, anchor="middle",
+               fill=hue(j).ink, weight="bold")
         f.text(x + 62, y + h + 14, f"+ logical block {j}", size=SIZE_SMALL, anchor="middle",
                fill=hue(j).ink, weight="bold")
         f.text(x + 62, y + h + 28, f"(block {block}, {valid} valid row{'s' if valid > 1 else ''})",

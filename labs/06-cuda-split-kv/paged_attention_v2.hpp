@@ -108,9 +108,9 @@ constexpr int v2_partition_size(int num_seqs, int num_heads, int max_seq_len, in
                                     slots);
 }
 
-/// v2_partition_size on `backend`'s device for the attention kernel of dtype, head_size and
-/// block_size: its blocks per SM × SMs from the CUDA occupancy API, or, on the emulator, an
-/// H100's at kDesignRegisters.
+/// Returns the partition size v2_partition_size picks on the device of `backend`. The slots
+/// are the attention kernel's blocks per SM × SMs from the CUDA occupancy API for this dtype,
+/// head_size and block_size, or, on the emulator, an H100's at kDesignRegisters.
 int choose_partition_size(Backend backend, DType dtype, int head_size, int block_size,
                           int num_seqs, int num_heads, int max_seq_len);
 

@@ -601,7 +601,7 @@ class ChapterSplitTest(unittest.TestCase):
         self.assertNotIn("book-way-on", line)
         self.assertNotIn("\\subpage", line)
         self._in_order(line, "\\tableofcontents",
-                       "\\page lab_05_bench Lab 05 at the bench",
+                       "\\page lab_05_bench Lab 05: at the bench",
                        '\\ref lab_05 "Lab 05 — The kernel"', "\\section lab_05_files Files")
         self.assertTrue(line.endswith("\\section lab_05_files Files\n"), line)
         self.assertEqual(line.count("\n"), 1)  # the breaks inside are Doxygen's \ilinebr
