@@ -160,14 +160,14 @@ def tiles() -> Figure:
     groups = ["group heads", "rows 8-15: 0"]
     f.legend(10, 12, [(WARPS[w], f"warp {w}") for w in range(NUM_WARPS)] +
              [(FREE, "read by every warp"), (POISON, "padding rows 8-15")])
-    # Q · Kᵀ = S: Q's column slice j meets Kᵀ's row slice j in mma step j (dimensions 16j …
-    # 16j + 15); Kᵀ's column slice w is warp w's. Steps are numbered, not named k: k is a key.
+    # Q · Kᵀ = S: Q's column slice a meets Kᵀ's row slice a in mma step a (dimensions 16a …
+    # 16a + 15); Kᵀ's column slice w is warp w's. Steps are numbered, not named k: k is a key.
     y = 74
     qg = _tile(f, 116, y, 2, qk_steps, cw, hh, "Q (q tile)", f"[16, {HEAD_SIZE}] 16-bit",
                lambda r, c: None, lambda r, c: f"{c}" if r == 0 else "", row_labels=groups)
     f.rect(qg.x, qg.y + hh, qg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
-    f.lines(10, qg.y + qg.height + 24, ["0-7: mma step j of every warp,",
-                                        "over dimensions 16j … 16j + 15"],
+    f.lines(10, qg.y + qg.height + 24, ["0-7: mma step a of every warp,",
+                                        "over dimensions 16a … 16a + 15"],
             size=SIZE_SMALL, anchor="start", fill=MUTED)
     f.text(qg.x + qg.width + 14, y + hh, "·", size=22, anchor="middle")
     kx = qg.x + qg.width + 30
