@@ -341,6 +341,15 @@ class TidyHtmlTest(unittest.TestCase):
         self.assertEqual(module.unlink_other_labs("lab_05.html", text, headers),
                          f"<code>{v1}</code> and <code>kPartitionSize</code>")
         self.assertEqual(module.unlink_other_labs("glossary.html", text, headers), text)
+        # The hidden tooltip of an unlinked name goes with its link; the page's own lab's stays.
+        tip_v1 = ('<div class="ttc" id="apaged__attention__v1_8hpp_html_a08"><div class="ttname">'
+                  'pa::cuda_v1::kNumThreads</div><div class="ttdoc">lab 05\'s threads</div></div>\n')
+        tip_v2 = ('<div class="ttc" id="apaged__attention__v2_8hpp_html_a11"><div class="ttname">'
+                  'pa::cuda_v2::kPartitionSize</div></div>\n')
+        self.assertEqual(module.unlink_other_labs("lab_06_bench.html", tip_v1 + tip_v2, headers),
+                         tip_v2)
+        self.assertEqual(module.unlink_other_labs("lab_05_bench.html", tip_v1 + tip_v2, headers),
+                         tip_v1)
 
     def test_headings_and_titles_start_and_end_with_their_text(self):
         self.assertEqual(self.tidy('<h1><a class="anchor" id="lab_03_why"></a>\nWhy</h1>'),
