@@ -46,6 +46,9 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   two labs' headers both define (kNumThreads, kWarpSize, cuda_device_present) to the first it
   met, so lab 06's code linked to lab 05's constants and showed their tooltips. Such a link is
   dropped and its text kept.
+- A picture never shrinks below legible: each SVG picture's tag gets a min-width at which its
+  smallest text is 11 px; a column narrower than that scrolls it sideways in its own box
+  (book.css) instead of shrinking it further.
 Standard library only; a page is rewritten only when something changed.
 """
 from __future__ import annotations
@@ -129,6 +132,75 @@ def number_figures(pages: dict[str, str]) -> dict[str, str]:
             return f'<a href="{href}">Figure {number}</a>'
         out[name] = FIGURE_REFERENCE.sub(link, text)
     return out
+
+
+# Figures never shrink below legible. A picture is drawn for the column (820 px wide, text 13 px)
+# and scales down with a narrower one: in a window under 768 px, or at 900 px with the sidebar
+# opened beside the text, it would be drawn at 70 % or less, its text at 9 px. Each picture gets a
+# min-width at which its smallest text is MIN_FIGURE_TEXT_PX; a narrower column scrolls it
+# sideways in its own box (a.book-figure-link, overflow-x: auto in docs/book.css) instead of
+# shrinking it further. Every column the book is checked at (docs/book_check.py, COLUMN_AT) is at
+# least that wide, so there nothing scrolls.
+MIN_FIGURE_TEXT_PX = 11
+# A picture's tag with its file (an SVG beside the page) and its style attribute.
+FIGURE_TAG = re.compile(r'(<(?:object|img)\b[^>]*?\b(?:data|src)="([\w.-]+\.svg)"[^>]*?\bstyle=")'
+                        r'([^"]*)(")')
+_SVG_LENGTH = re.compile(r"\s*([\d.]+)\s*(px|pt)?\s*")
+_SVG_SCALE = re.compile(r"scale\(\s*([-\d.]+)(?:[\s,]+([-\d.]+))?\s*\)")
+
+
+def _svg_px(value: str | None) -> float | None:
+    m = _SVG_LENGTH.fullmatch(value or "")
+    return float(m.group(1)) * (4 / 3 if m.group(2) == "pt" else 1) if m else None
+
+
+def figure_min_width(svg_text: str) -> int | None:
+    """The narrowest width, in CSS px, at which the SVG's smallest text is still
+    MIN_FIGURE_TEXT_PX (never more than the picture's own width); None without text or width.
+    Font sizes come from font-size attributes and inline styles, times every scale() between the
+    text and the root, as docs/book_check.py's estimate reads them."""
+    import math
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(svg_text)
+    view = (root.get("viewBox") or "").replace(",", " ").split()
+    view_w = float(view[2]) if len(view) == 4 else None
+    width = _svg_px(root.get("width")) or view_w
+    if not width:
+        return None
+    sizes: list[float] = []
+
+    def walk(e, size: float, factor: float) -> None:
+        style = re.search(r"font-size\s*:\s*([\d.]+(?:px|pt)?)", e.get("style") or "")
+        size = _svg_px(style.group(1) if style else e.get("font-size")) or size
+        m = _SVG_SCALE.search(e.get("transform") or "")
+        if m:
+            factor *= min(abs(float(m.group(1))), abs(float(m.group(2) or m.group(1))))
+        if e.tag.rsplit("}", 1)[-1] in ("text", "tspan") and "".join(e.itertext()).strip():
+            sizes.append(size * factor)
+        for child in e:
+            walk(child, size, factor)
+
+    walk(root, 16.0, 1.0)
+    if not sizes:
+        return None
+    drawn = min(sizes) * width / (view_w or width)  # the smallest text at the picture's own width
+    return min(math.ceil(width * MIN_FIGURE_TEXT_PX / drawn), math.ceil(width))
+
+
+def legible_figures(text: str, html_dir: Path) -> str:
+    """`text` with each SVG picture's style given its min-width (figure_min_width); a picture
+    whose file is not in `html_dir` is left as it is. Idempotent."""
+    def widen(tag: re.Match) -> str:
+        svg = html_dir / tag.group(2)
+        style = re.sub(r"\s*min-width:[^;]*;?", "", tag.group(3)).strip()
+        if not svg.is_file():
+            return tag.group(0)
+        least = figure_min_width(svg.read_text(encoding="utf-8"))
+        if least is None:
+            return tag.group(0)
+        style = f"{style} " if style and style.endswith(";") else (f"{style}; " if style else "")
+        return f"{tag.group(1)}{style}min-width: {least}px;{tag.group(4)}"
+    return FIGURE_TAG.sub(widen, text)
 
 
 # A display formula as Doxygen writes \f[ ... \f] (the formula, up to its closing \]).
@@ -341,7 +413,9 @@ def main(argv: list[str]) -> int:
     try:
         headers = header_pages(Path(__file__).resolve().parent.parent)
         numbered = number_tables(number_figures(number_all_formulas(
-                                     {name: unlink_other_labs(name, tidy(text), headers)
+                                     {name: legible_figures(unlink_other_labs(name, tidy(text),
+                                                                              headers),
+                                                            Path(argv[0]))
                                       for name, text in before.items()})),
                                  sidebar_order(Path(argv[0])))
     except ValueError as e:

@@ -393,6 +393,26 @@ class FigureNumbersTest(unittest.TestCase):
         self.assertEqual(number_formulas("lab_02.html", out), out)  # tagged once
         self.assertEqual(number_formulas("setup.html", page), page)  # front matter: not numbered
 
+    def test_a_figure_never_shrinks_below_eleven_px_text(self):
+        # An 820 px picture whose smallest text is 13 px (one label under a scale(0.5) of 26 px)
+        # may shrink to 694 px (13 px * 694/820 = 11.0 px) and no further: its tag gets that
+        # min-width, and book.css scrolls it sideways in a narrower column. A picture whose
+        # smallest text is under 11 px at its own width never shrinks at all.
+        tidy = _load_tidy()
+        svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="820" height="100" '
+               'viewBox="0 0 820 100" font-size="14"><text>big</text>'
+               '<g transform="scale(0.5)"><text font-size="26">small</text></g></svg>')
+        self.assertEqual(tidy.figure_min_width(svg), 694)
+        self.assertEqual(tidy.figure_min_width(svg.replace('"26"', '"20"')), 820)
+        with tempfile.TemporaryDirectory() as where:
+            Path(where, "lab07_tiles.svg").write_text(svg, encoding="utf-8")
+            page = FigureNumbersTest.figure("lab07_tiles") + FigureNumbersTest.figure("missing")
+            out = tidy.legible_figures(page, Path(where))
+            self.assertIn('data="lab07_tiles.svg" style="pointer-events: none; min-width: 694px;"',
+                          out)
+            self.assertIn('data="missing.svg" style="pointer-events: none;"', out)
+            self.assertEqual(tidy.legible_figures(out, Path(where)), out)  # once
+
     def test_a_reference_to_no_figure_stops_the_build(self):
         with self.assertRaisesRegex(ValueError, "lab_06.html: .*lab07_tile"):
             _load_tidy().number_figures({"lab_06.html": "see {{fig:lab07_tile}}"})
