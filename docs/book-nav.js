@@ -185,6 +185,58 @@ var BookNav = {
   },
 
   /**
+   * Short sidebar entries. A chapter's title is long ("Lab 07 — Grouped-query decode on tensor
+   * cores over vLLM V1's cache") and wraps in the sidebar, where "Lab 07" would start one line
+   * and the title run on under it. The sidebar shows the number apart, as a book's table of
+   * contents does: "07" in a column of its own, the title beside it, its wrapped lines under its
+   * first (a hanging indent); a chapter's bench and notes pages, listed under it, say only "At the
+   * bench" and "Notes and measurements"; an appendix "C", a section of one "A.5". Page titles, the
+   * breadcrumb and the links at a page's foot keep the full titles; the entry's tooltip has it.
+   * Doxygen builds the sidebar's entries as branches open, so new ones are relabelled as they come.
+   */
+  shortLabel: function (title) {
+    var m = /^Lab (\d\d) \u2014 (.+)$/.exec(title);
+    if (m) return { num: m[1], text: m[2] };
+    m = /^Lab \d\d: (.+)$/.exec(title);
+    if (m) return { num: "", sub: true, text: m[1].charAt(0).toUpperCase() + m[1].slice(1) };
+    m = /^Appendix ([A-Z]) \u2014 (.+)$/.exec(title);
+    if (m) return { num: m[1], text: m[2] };
+    m = /^([A-Z]\.\d+) (?:Lab \d\d \u2014 )?(.+)$/.exec(title);
+    if (m) return { num: m[1], text: m[2] };
+    return null;
+  },
+
+  shortenSidebar: function () {
+    var tree = document.getElementById("nav-tree");
+    if (!tree) return;
+    function relabel() {
+      var links = tree.querySelectorAll("span.label > a:not(.book-nav-short)");
+      for (var i = 0; i < links.length; ++i) {
+        var a = links[i];
+        var title = a.textContent.trim();
+        var short = BookNav.shortLabel(title);
+        a.classList.add("book-nav-short");
+        if (!short) continue;
+        a.title = title;
+        a.textContent = "";
+        var num = document.createElement("span");
+        num.className = "book-nav-num";
+        num.textContent = short.num;
+        var text = document.createElement("span");
+        text.className = "book-nav-text";
+        text.textContent = short.text;
+        if (short.num) a.appendChild(num);
+        else if (short.sub) a.classList.add("book-nav-sub");
+        a.appendChild(text);
+      }
+    }
+    relabel();
+    if (window.MutationObserver) {
+      new MutationObserver(relabel).observe(tree, { childList: true, subtree: true });
+    }
+  },
+
+  /**
    * The "☰ Chapters" button of a narrow window (below 1000 px, where book.css folds the sidebar
    * away so the text gets the whole width): it opens and closes the sidebar. Wider windows
    * never show it.
@@ -290,6 +342,7 @@ var BookNav = {
       setTimeout(function () { BookNav.markIntroduction(); }, 0);
     });
     function run() {
+      BookNav.shortenSidebar();
       BookNav.contentsToggle();
       BookNav.render();
       BookNav.breadcrumb();
