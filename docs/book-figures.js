@@ -1,7 +1,9 @@
 /*
  * Figures open full size on click. Each picture of the book is drawn for the content column
- * (820 px at a 1400 px window) and shrinks with a narrower one; clicking it opens the SVG on its
- * own, where the browser can zoom it. Doxygen shows a picture as an <object> with
+ * (820 px at a 1400 px window) and shrinks with a narrower one, down to the width at which its
+ * smallest text is 11 px (docs/tidy_html.py sets that min-width); a narrower column scrolls it
+ * sideways inside this link (book.css). Clicking it opens the SVG on its own, where the browser
+ * can zoom it. Doxygen shows a picture as an <object> with
  * pointer-events: none, so the link wrapped around it receives the click.
  */
 document.addEventListener("DOMContentLoaded", function () {

@@ -429,7 +429,9 @@ def table_caption_check(html_dir: Path, pages: list[str],
 # checked at (WIDTHS). A reader can open a figure full size by clicking it
 # (docs/book-figures.js); at the column it must read without that. The narrowest column is the
 # 1000 px window's (the sidebar still shown): 723 px, where an 820 px figure shows at 88%, so
-# its text must be drawn at 12.5 px or more (svgfig.py draws 13).
+# its text must be drawn at 12.5 px or more (svgfig.py draws 13). Narrower columns than these (a
+# phone, or 900 px with the sidebar opened) never shrink a figure further: docs/tidy_html.py gives
+# each picture a min-width at the same 11 px, and the figure scrolls sideways in its box there.
 MIN_FIGURE_TEXT_PX = 11
 # The content column (its scrollbar shown) at each window width of WIDTHS, the narrowest of the
 # book's pages as the browser measures it with docs/book.css (the browser check prints them): the

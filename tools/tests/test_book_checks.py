@@ -399,6 +399,7 @@ class FigureNumbersTest(unittest.TestCase):
         # min-width, and book.css scrolls it sideways in a narrower column. A picture whose
         # smallest text is under 11 px at its own width never shrinks at all.
         tidy = _load_tidy()
+        self.assertEqual(tidy.MIN_FIGURE_TEXT_PX, _load_check().MIN_FIGURE_TEXT_PX)  # one rule
         svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="820" height="100" '
                'viewBox="0 0 820 100" font-size="14"><text>big</text>'
                '<g transform="scale(0.5)"><text font-size="26">small</text></g></svg>')
