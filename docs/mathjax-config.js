@@ -16,3 +16,28 @@ MathJax.Hub.Config({
     timer = setTimeout(function () { MathJax.Hub.Queue(["Rerender", MathJax.Hub]); }, 200);
   });
 })();
+// An identifier from the code inside a formula, \mathtt{warp\_idx} (or \texttt{warp_idx}), looks
+// like the same name in a code span of the prose: MathJax sets it as text (not as TeX's
+// typewriter glyphs) and book.css gives it the code spans' font and colour (class MJX-monospace).
+MathJax.Hub.Register.StartupHook("TeX Jax Ready", function () {
+  var TEX = MathJax.InputJax.TeX, MML = MathJax.ElementJax.mml;
+  TEX.Definitions.macros.mathtt = "BookCode";
+  TEX.Parse.Augment({
+    BookCode: function (name) {
+      var text = this.GetArgument(name).replace(/\\([_#&%$])/g, "$1").replace(/\\,/g, " ");
+      this.Push(MML.mtext(text).With({ mathvariant: MML.VARIANT.MONOSPACE }));
+    }
+  });
+});
+MathJax.Hub.Register.StartupHook("SVG Jax Ready", function () {
+  var MML = MathJax.ElementJax.mml, SVG = MathJax.OutputJax.SVG;
+  var toSVG = MML.mtext.prototype.toSVG;
+  MML.mtext.Augment({
+    toSVG: function () {  // only monospace text: \text{...} keeps TeX's own font
+      if (this.Get("mathvariant") !== MML.VARIANT.MONOSPACE) return toSVG.apply(this, arguments);
+      var inherit = SVG.config.mtextFontInherit;
+      SVG.config.mtextFontInherit = true;
+      try { return toSVG.apply(this, arguments); } finally { SVG.config.mtextFontInherit = inherit; }
+    }
+  });
+});

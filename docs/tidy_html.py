@@ -27,7 +27,8 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   fig-<picture name>). A chapter is three pages, its lesson lab_NN.html, its bench
   lab_NN_bench.html and its notes lab_NN_review.html (docs/doxygen_filter.py cuts it), numbered
   as one: the bench's first figure follows the lesson's last, the notes' the bench's, and so do
-  its formulas and tables. The text refers to a figure as {{fig:lab07_tiles}}, written in the
+  its formulas and tables. An interlude before a chapter (lab_05_gpu.html, from
+  docs/interlude_05.md) is numbered as that chapter's first page. The text refers to a figure as {{fig:lab07_tiles}}, written in the
   chapter's Markdown, which becomes a link "Figure 7.3" on any page. A reference to a figure no
   chapter shows stops the build.
 - A chapter's display formulas are numbered per chapter too, (7.1), (7.2), ..., by a \\tag that
@@ -85,8 +86,9 @@ DATE_SPAN = '<span class="book-date">'
 # A chapter's picture as Doxygen writes `\image html NAME.svg "caption"`, up to its caption's text.
 FIGURE = re.compile(r'<div class="image">(\n<(?:object|img)\b[^>]*?\b(?:data|src)="([\w.-]+?)'
                     r'\.(?:svg|png)"[^>]*>(?:</object>)?\n?<div class="caption">\n?)')
-# A chapter's page, its lesson, its bench or its notes; the introduction is chapter 0.
-CHAPTER_PAGE = re.compile(r"^(?:lab_(\d\d)(_bench|_review)?|index)\.html$")
+# A chapter's page, its interlude (lab_05_gpu.html, docs/interlude_05.md, read before the
+# lesson), its lesson, its bench or its notes; the introduction is chapter 0.
+CHAPTER_PAGE = re.compile(r"^(?:lab_(\d\d)(_gpu|_bench|_review)?|index)\.html$")
 
 
 def chapter_pages(names) -> list[str]:
@@ -95,7 +97,7 @@ def chapter_pages(names) -> list[str]:
     as one sequence)."""
     def key(name: str) -> tuple[int, int]:
         m = CHAPTER_PAGE.match(name)
-        return int(m.group(1) or 0), ("", "_bench", "_review").index(m.group(2) or "")
+        return int(m.group(1) or 0), ("_gpu", "", "_bench", "_review").index(m.group(2) or "")
     return sorted((name for name in names if CHAPTER_PAGE.match(name)), key=key)
 FIGURE_REFERENCE = re.compile(r"\{\{fig:([\w.-]+)\}\}")
 
@@ -332,7 +334,7 @@ def _breakable_name(m: re.Match) -> str:
 
 # A lab's pages (lab_06.html, given_code_lab06.html) and the Doxygen page of a lab's header, by
 # the lab's number: labs/06-*/paged_attention_v2.hpp is paged__attention__v2_8hpp.html.
-LAB_PAGE = re.compile(r"(?:lab_|given_code_lab)(\d\d)(?:_bench|_review)?\.html")
+LAB_PAGE = re.compile(r"(?:lab_|given_code_lab)(\d\d)(?:_gpu|_bench|_review)?\.html")
 HEADER_LINK = re.compile(r'<a class="(?:el|code[^"]*)" href="([\w]+_8hpp)\.html#\w+"[^>]*>([^<]*)</a>')
 HEADER_TOOLTIP = re.compile(r'<div class="ttc" id="a(\w+?_8hpp)_html_\w+">'
                             r'(?:<div class="tt\w+">(?:[^<]|<(?!/?div\b))*</div>)*</div>\n?')
