@@ -133,7 +133,7 @@ def corr_example() -> Figure:
             if ghosts and k < len(ghosts):
                 h = ghosts[k] * scale
                 f.rect(bx, base - h, bar_w, h, stroke=hue(block).ink, sw=1, dash="3 2")
-            f.text(bx + bar_w / 2, base + 12, f"k{k + 1}", size=SIZE_SMALL, anchor="middle")
+            f.text(bx + bar_w / 2, base + 12, f"k{k}", size=SIZE_SMALL, anchor="middle")
             f.text(bx + bar_w / 2, base + 26, f"v={values[k]:g}", size=SIZE_SMALL, anchor="middle",
                    fill=MUTED)
         f.lines(x, base + 62, state, size=SIZE_SMALL, anchor="start", mono=True, gap=1.45)
