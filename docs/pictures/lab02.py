@@ -105,13 +105,13 @@ def corr_example() -> Figure:
     out = a2 / d2
 
     f = Figure(820, 306, "corr at work: two blocks of two keys",
-               "Bars are each key's weight relative to the running maximum; when block 2 "
+               "Bars are each key's weight relative to the running maximum; when block 1 "
                "raises the maximum from 2 to 4, corr = e^(2-4) shrinks the history.")
     base, scale, bar_w = 200, 120, 34
     panels = [
-        (10, f"after block 1: s = ({BLOCKS[0][0][0]:g}, {BLOCKS[0][0][1]:g})", w1, None,
+        (10, f"after block 0: s = ({BLOCKS[0][0][0]:g}, {BLOCKS[0][0][1]:g})", w1, None,
          [f"m = {m1:g}", f"denom = {d1:.3f}", f"acc = {a1:.2f}"]),
-        (290, f"after block 2: s = ({BLOCKS[1][0][0]:g}, {BLOCKS[1][0][1]:g})", w2, w1,
+        (290, f"after block 1: s = ({BLOCKS[1][0][0]:g}, {BLOCKS[1][0][1]:g})", w2, w1,
          [f"m = {m2:g}", f"denom = {corr:.3f}·{d1:.3f} + {sum(w2[2:]):.3f} = {d2:.3f}",
           f"acc = {corr:.3f}·{a1:.2f} + {a2 - corr * a1:.2f} = {a2:.2f}"]),
         (600, "the end: divide once", [w / d2 for w in w2], None,
@@ -133,7 +133,7 @@ def corr_example() -> Figure:
             if ghosts and k < len(ghosts):
                 h = ghosts[k] * scale
                 f.rect(bx, base - h, bar_w, h, stroke=hue(block).ink, sw=1, dash="3 2")
-            f.text(bx + bar_w / 2, base + 12, f"k{k + 1}", size=SIZE_SMALL, anchor="middle")
+            f.text(bx + bar_w / 2, base + 12, f"k{k}", size=SIZE_SMALL, anchor="middle")
             f.text(bx + bar_w / 2, base + 26, f"v={values[k]:g}", size=SIZE_SMALL, anchor="middle",
                    fill=MUTED)
         f.lines(x, base + 62, state, size=SIZE_SMALL, anchor="start", mono=True, gap=1.45)
