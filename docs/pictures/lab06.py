@@ -300,8 +300,8 @@ def key_loop() -> Figure:
                         sw=1)
         y += row_h
     sync("every warp's logits and running max visible (block_max)")
-    phase("Step 4: m = the block's max; wₜ = e^{sₜ − m} into the logits; their sum (block_sum)")
-    sync("every wₜ visible to the value loop (block_sum)")
+    phase("Step 4: m = the block's max; w_{t} = exp(s_{t} − m) into the logits; their sum (block_sum)")
+    sync("every weight visible to the value loop (block_sum)")
     phase("Step 5: each warp's values at block_ids[i], no table load; Step 6: its rows → warp_rows")
     sync("every warp's rows visible: the one barrier of the cross-warp sum")
     phase("Step 7: each thread adds element thread_idx (and thread_idx + 128) of the four rows → tmp_out")
