@@ -273,7 +273,13 @@ def loop() -> Figure:
                    fill="#ffffff", stroke=None)
             f.text(25, y + bar_h / 2, label, size=SIZE_SMALL, fill="#c0392b", mono=True)
             y += bar_h
-    f.height = max(f.height, y + 10)
+    # The legend: every colour of the picture in words, the barrier line drawn as above.
+    y += 18
+    x = f.legend(10, y, [(WARPS[0], "this tile's keys"), (WARPS[2], "its values"),
+                         (STATE, "copies in flight, and the stages they fill")])
+    f.line(x, y, x + 30, y, stroke="#c0392b", sw=1.6, dash="7 4")
+    f.text(x + 36, y, "a barrier", size=SIZE_SMALL)
+    f.height = max(f.height, y + 14)
     return f
 
 
