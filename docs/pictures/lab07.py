@@ -157,22 +157,22 @@ def tiles() -> Figure:
     qk_steps = HEAD_SIZE // WMMA
     o_tiles = HEAD_SIZE // WMMA // NUM_WARPS
     cw, ch, hh = 26, 30, 20
-    groups = ["group heads", "rows 8-15: 0"]
+    groups = ["heads 0-7", "rows 8-15: 0"]
     f.legend(10, 12, [(WARPS[w], f"warp {w}") for w in range(NUM_WARPS)] +
              [(FREE, "read by every warp"), (POISON, "padding rows 8-15")])
     # Q · Kᵀ = S: Q's column slice a meets Kᵀ's row slice a in mma step a (dimensions 16a …
     # 16a + 15); Kᵀ's column slice w is warp w's. Steps are numbered, not named k: k is a key.
     y = 74
     qg = _tile(f, 116, y, 2, qk_steps, cw, hh, "Q (q tile)", f"[16, {HEAD_SIZE}] 16-bit",
-               lambda r, c: None, lambda r, c: f"{c}" if r == 0 else "", row_labels=groups)
+               lambda r, c: None, lambda r, c: f"a{c}" if r == 0 else "", row_labels=groups)
     f.rect(qg.x, qg.y + hh, qg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
-    f.lines(10, qg.y + qg.height + 24, ["0-7: mma step a of every warp,",
+    f.lines(10, qg.y + qg.height + 24, ["a0-a7: mma step a of every warp,",
                                         "over dimensions 16a … 16a + 15"],
             size=SIZE_SMALL, anchor="start", fill=MUTED)
     f.text(qg.x + qg.width + 14, y + hh, "·", size=22, anchor="middle")
     kx = qg.x + qg.width + 30
     kg = _tile(f, kx, y, qk_steps, NUM_WARPS, 44, 20, "Kᵀ (key tile, col_major)",
-               f"[{HEAD_SIZE}, 64 tokens] 16-bit", lambda r, c: c, lambda r, c: f"{r}")
+               f"[{HEAD_SIZE}, 64 tokens] 16-bit", lambda r, c: c, lambda r, c: f"a{r}")
     for w in range(NUM_WARPS):
         f.text(kg.cx(w), kg.y + kg.height + 10, f"t{16 * w}+", size=SIZE_SMALL,
                anchor="middle", fill=MUTED, mono=True)
@@ -199,7 +199,7 @@ def tiles() -> Figure:
     # e^0 = 1 on the real tokens; they are computed and never written out.
     pg = _tile(f, 116, y3, 2, NUM_WARPS, 44, hh, "W (tiles.p)", "[16, 64] 16-bit",
                lambda r, c: None, lambda r, c: f"t{16 * c}+" if r == 0 else "",
-               row_labels=["group heads", "rows 8-15: pad"])
+               row_labels=["heads 0-7", "rows 8-15: pad"])
     f.rect(pg.x, pg.y + hh, pg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
     f.text(pg.x + pg.width + 14, y3 + hh, "·", size=22, anchor="middle")
     vx = pg.x + pg.width + 60
