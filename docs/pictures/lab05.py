@@ -547,8 +547,70 @@ def coalescing() -> Figure:
     return f
 
 
+
+# The interlude's occupancy paragraph: lab 05's kernel at its 72 registers per thread (lab 06's
+# "Why v1 starves the GPU" quotes the same count).
+V1_REGS_PER_THREAD, H100_BLOCKS_PER_SM = 72, 32
+
+
+def occupancy() -> Figure:
+    slots = H100_THREADS_PER_SM // WARP_SIZE
+    per_block = NUM_THREADS * V1_REGS_PER_THREAD
+    by_regs = H100_REGS_PER_SM // per_block
+    by_threads = H100_THREADS_PER_SM // NUM_THREADS
+    blocks = min(by_regs, by_threads, H100_BLOCKS_PER_SM)
+    warps = blocks * NUM_WARPS
+    left = H100_REGS_PER_SM - blocks * per_block
+    # The interlude's text and caption quote these (lab 06 too).
+    assert (slots, per_block, blocks, warps, blocks * per_block, left) == (64, 9_216, 7, 28,
+                                                                          64_512, 1_024)
+    f = Figure(820, 300, "One SM running lab 05's kernel",
+               f"At {V1_REGS_PER_THREAD} registers per thread a block of {NUM_THREADS} threads "
+               f"takes {per_block:,} of the SM's {H100_REGS_PER_SM:,} registers, so {blocks} "
+               f"blocks fit, {warps} of the {slots} warp slots; {left:,} registers are left, "
+               f"too few for another block.")
+    f.text(10, 14, f"1. One SM's {slots} warp slots: {blocks} blocks of {NUM_WARPS} warps, "
+           f"{warps} slots filled", size=SIZE_TITLE, weight="bold")
+    cols, cw, ch = 16, 46, 24
+
+    def slot(r, c):
+        k = r * cols + c
+        b, w = divmod(k, NUM_WARPS)
+        return (f"b{b} w{w}", hue(b)) if b < blocks else ("", FREE)
+    g = f.grid(60, 34, slots // cols, cols, cw, ch, slot, size=SIZE_SMALL,
+               row_labels=[f"{r * cols}–{r * cols + cols - 1}" for r in range(slots // cols)])
+    f.legend(60, g.bottom(slots // cols - 1) + 16,
+             [(hue(0), "b0 w1: warp 1 of resident block 0"),
+              (FREE, "an empty slot: no registers left for a block")])
+
+    y = g.bottom(slots // cols - 1) + 50
+    f.text(10, y, f"2. The SM's {H100_REGS_PER_SM:,} registers: {NUM_THREADS} threads × "
+           f"{V1_REGS_PER_THREAD} registers = {per_block:,} per block", size=SIZE_TITLE, weight="bold")
+    bx, bw, bh = 10, 800, 34
+    scale = bw / H100_REGS_PER_SM
+    by = y + 18
+    for b in range(blocks):
+        f.box(bx + b * per_block * scale, by, per_block * scale, bh,
+              [f"block {b}", f"{per_block:,}"], fill=hue(b).fill, stroke=hue(b).ink,
+              size=SIZE_SMALL, rx=0)
+    f.rect(bx + blocks * per_block * scale, by, left * scale, bh, fill=FREE.fill, stroke=INK, sw=1)
+    f.brace(bx, bx + blocks * per_block * scale, by + bh + 3,
+            f"{blocks} blocks: {blocks * per_block:,} registers", size=SIZE)
+    lx = bx + (blocks * per_block + left / 2) * scale
+    f.arrow(lx, by + bh + 34, lx, by + bh + 2)
+    f.text(lx - 8, by + bh + 34, f"{left:,} left: an {blocks + 1}th block needs {per_block:,}",
+           size=SIZE, anchor="end")
+    y = by + bh + 62
+    y = f.paragraph(10, y, f"The other limits allow more: {H100_THREADS_PER_SM:,} threads per "
+                    f"SM make {by_threads} blocks of {NUM_THREADS}, and an SM holds at most "
+                    f"{H100_BLOCKS_PER_SM} blocks; the registers bind first.", fill=MUTED)
+    f.height = y - 4
+    return f
+
+
 FIGURES = {"lab05_key_cache": key_cache, "lab05_value_cache": value_cache,
            "lab05_thread_map": thread_map, "lab05_key_lanes": key_lanes, "lab05_timeline": timeline,
            "lab05_group_butterfly": group_butterfly,
            "lab05_warp_butterfly": warp_butterfly, "lab05_gpu": gpu,
-           "lab05_hierarchy": hierarchy, "lab05_coalescing": coalescing}
+           "lab05_hierarchy": hierarchy, "lab05_coalescing": coalescing,
+           "lab05_occupancy": occupancy}
