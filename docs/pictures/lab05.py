@@ -2,8 +2,8 @@
 to data, the kernel as a timeline of its barriers and shared memory, the XOR butterflies, and
 the H100 measurements (docs/figures/gpu/)."""
 import h100
-from svgfig import (INK, MUTED, NOTE_SIZE, PAPER, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
-                    Figure, Hue, hue, mix, text_width)
+from svgfig import (FREE, INK, MUTED, NOTE_SIZE, PAPER, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
+                    WARPS, Figure, Hue, hue, mix, text_width)
 
 # The case every picture draws: float16, block_size 16, head_size 128.
 WARP_SIZE, NUM_THREADS = 32, 128
@@ -479,8 +479,138 @@ def hierarchy() -> Figure:
     f.height = hy + 30 + 4
     return f
 
+
+# The interlude's coalescing paragraph: one warp, 32 lanes, 8 bytes each, in 32-byte sectors.
+LOAD_BYTES, SECTOR_BYTES, SCATTER_STRIDE = 8, 32, 40
+
+
+def sectors_moved(stride: int) -> list[int]:
+    """The 32-byte sectors a warp's load touches when lane i reads LOAD_BYTES at stride · i."""
+    return sorted({b // SECTOR_BYTES for i in range(WARP_SIZE)
+                   for b in (stride * i, stride * i + LOAD_BYTES - 1)})
+
+
+def coalescing() -> Figure:
+    used = WARP_SIZE * LOAD_BYTES
+    together, scattered = sectors_moved(LOAD_BYTES), sectors_moved(SCATTER_STRIDE)
+    moved_t, moved_s = SECTOR_BYTES * len(together), SECTOR_BYTES * len(scattered)
+    # The interlude's text and caption quote these.
+    assert (len(together), moved_t, used) == (8, 256, 256)
+    assert (len(scattered), moved_s, moved_s // used) == (32, 1_024, 4)
+    f = Figure(820, 380, "One warp's load, coalesced and scattered",
+               f"Top: lane i of a warp reads the {LOAD_BYTES} bytes at {LOAD_BYTES}·i; the "
+               f"{WARP_SIZE} loads fill {len(together)} sectors of {SECTOR_BYTES} bytes, "
+               f"{moved_t} bytes moved and all used. Bottom: lane i reads the {LOAD_BYTES} bytes "
+               f"at {SCATTER_STRIDE}·i; every lane's bytes lie in a sector of their own, "
+               f"{len(scattered)} sectors, {moved_s:,} bytes moved for {used} used.")
+    lane_w, lane_h, sec_w, sec_h = 25, 22, 20, 26
+    px = sec_w / SECTOR_BYTES                          # one byte, in px
+    used_fill = mix(WARPS[0].fill, WARPS[0].ink, 0.7)
+    moved_fill = FREE.fill
+
+    def panel(y: float, title: str, stride: int, sectors: list[int], x0: float) -> float:
+        f.text(10, y, title, size=SIZE_TITLE, weight="bold")
+        lanes = f.grid(10, y + 16, 1, WARP_SIZE, lane_w, lane_h,
+                       lambda r, c: (str(c), WARPS[0]), size=SIZE_SMALL)
+        sy = lanes.bottom(0) + 58
+        first, last = sectors[0], sectors[-1]
+        for s in range(first, last + 1):               # the sectors, moved or not
+            sx = x0 + (s - first) * sec_w
+            if s in sectors:
+                f.rect(sx, sy, sec_w, sec_h, fill=moved_fill, stroke=INK, sw=1)
+            else:
+                f.rect(sx, sy, sec_w, sec_h, stroke=MUTED, sw=1, dash="3 2")
+        for i in range(WARP_SIZE):                     # each lane's bytes, and where they come from
+            bx = x0 + (stride * i - first * SECTOR_BYTES) * px
+            f.rect(bx, sy, LOAD_BYTES * px, sec_h, fill=used_fill, stroke=None)
+            f.line(lanes.cx(i), lanes.bottom(0), bx + LOAD_BYTES * px / 2, sy,
+                   stroke=WARPS[0].ink, sw=0.8)
+        for s in sectors:                              # sector edges over the bytes
+            f.rect(x0 + (s - first) * sec_w, sy, sec_w, sec_h, stroke=INK, sw=1)
+        x1 = x0 + (last - first + 1) * sec_w
+        f.brace(x0, x1, sy + sec_h + 3,
+                f"{len(sectors)} sectors × {SECTOR_BYTES} bytes = {SECTOR_BYTES * len(sectors):,} "
+                f"bytes moved, {used} used", size=SIZE)
+        return sy + sec_h + 3 + 5 + 9
+
+    span_t = len(together) * sec_w
+    y = panel(14, f"1. Lane i reads the {LOAD_BYTES} bytes at {LOAD_BYTES}·i: neighbouring lanes, "
+              f"neighbouring bytes", LOAD_BYTES, together, 410 - span_t / 2)
+    y = panel(y + 34, f"2. The same load scattered: lane i reads the {LOAD_BYTES} bytes at "
+              f"{SCATTER_STRIDE}·i", SCATTER_STRIDE, scattered, 10)
+    y += 26
+    end = f.legend(10, y, [(WARPS[0], "lane of warp 0"), (used_fill, "a lane's 8 bytes: moved, used"),
+                           (moved_fill, "moved, not used")])
+    f.rect(end, y - 6, 12, 12, stroke=MUTED, sw=1, dash="3 2")
+    f.text(end + 17, y, "not moved", size=SIZE_SMALL)
+    f.height = y + 10
+    return f
+
+
+
+# The interlude's occupancy paragraph: lab 05's kernel at its 72 registers per thread (lab 06's
+# "Why v1 starves the GPU" quotes the same count).
+V1_REGS_PER_THREAD, H100_BLOCKS_PER_SM = 72, 32
+
+
+def occupancy() -> Figure:
+    slots = H100_THREADS_PER_SM // WARP_SIZE
+    per_block = NUM_THREADS * V1_REGS_PER_THREAD
+    by_regs = H100_REGS_PER_SM // per_block
+    by_threads = H100_THREADS_PER_SM // NUM_THREADS
+    blocks = min(by_regs, by_threads, H100_BLOCKS_PER_SM)
+    warps = blocks * NUM_WARPS
+    left = H100_REGS_PER_SM - blocks * per_block
+    # The interlude's text and caption quote these (lab 06 too).
+    assert (slots, per_block, blocks, warps, blocks * per_block, left) == (64, 9_216, 7, 28,
+                                                                          64_512, 1_024)
+    f = Figure(820, 300, "One SM running lab 05's kernel",
+               f"At {V1_REGS_PER_THREAD} registers per thread a block of {NUM_THREADS} threads "
+               f"takes {per_block:,} of the SM's {H100_REGS_PER_SM:,} registers, so {blocks} "
+               f"blocks fit, {warps} of the {slots} warp slots; {left:,} registers are left, "
+               f"too few for another block.")
+    f.text(10, 14, f"1. One SM's {slots} warp slots: {blocks} blocks of {NUM_WARPS} warps, "
+           f"{warps} slots filled", size=SIZE_TITLE, weight="bold")
+    cols, cw, ch = 16, 46, 24
+
+    def slot(r, c):
+        k = r * cols + c
+        b, w = divmod(k, NUM_WARPS)
+        return (f"b{b} w{w}", hue(b)) if b < blocks else ("", FREE)
+    g = f.grid(60, 34, slots // cols, cols, cw, ch, slot, size=SIZE_SMALL,
+               row_labels=[f"{r * cols}–{r * cols + cols - 1}" for r in range(slots // cols)])
+    f.legend(60, g.bottom(slots // cols - 1) + 16,
+             [(hue(0), "b0 w1: warp 1 of resident block 0"),
+              (FREE, "an empty slot: no registers left for a block")])
+
+    y = g.bottom(slots // cols - 1) + 50
+    f.text(10, y, f"2. The SM's {H100_REGS_PER_SM:,} registers: {NUM_THREADS} threads × "
+           f"{V1_REGS_PER_THREAD} registers = {per_block:,} per block", size=SIZE_TITLE, weight="bold")
+    bx, bw, bh = 10, 800, 34
+    scale = bw / H100_REGS_PER_SM
+    by = y + 18
+    for b in range(blocks):
+        f.box(bx + b * per_block * scale, by, per_block * scale, bh,
+              [f"block {b}", f"{per_block:,}"], fill=hue(b).fill, stroke=hue(b).ink,
+              size=SIZE_SMALL, rx=0)
+    f.rect(bx + blocks * per_block * scale, by, left * scale, bh, fill=FREE.fill, stroke=INK, sw=1)
+    f.brace(bx, bx + blocks * per_block * scale, by + bh + 3,
+            f"{blocks} blocks: {blocks * per_block:,} registers", size=SIZE)
+    lx = bx + (blocks * per_block + left / 2) * scale
+    f.arrow(lx, by + bh + 34, lx, by + bh + 2)
+    f.text(lx - 8, by + bh + 34, f"{left:,} left: an {blocks + 1}th block needs {per_block:,}",
+           size=SIZE, anchor="end")
+    y = by + bh + 62
+    y = f.paragraph(10, y, f"The other limits allow more: {H100_THREADS_PER_SM:,} threads per "
+                    f"SM make {by_threads} blocks of {NUM_THREADS}, and an SM holds at most "
+                    f"{H100_BLOCKS_PER_SM} blocks; the registers bind first.", fill=MUTED)
+    f.height = y - 4
+    return f
+
+
 FIGURES = {"lab05_key_cache": key_cache, "lab05_value_cache": value_cache,
            "lab05_thread_map": thread_map, "lab05_key_lanes": key_lanes, "lab05_timeline": timeline,
            "lab05_group_butterfly": group_butterfly,
            "lab05_warp_butterfly": warp_butterfly, "lab05_gpu": gpu,
-           "lab05_hierarchy": hierarchy}
+           "lab05_hierarchy": hierarchy, "lab05_coalescing": coalescing,
+           "lab05_occupancy": occupancy}
