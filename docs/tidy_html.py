@@ -28,7 +28,7 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   lab_NN_bench.html and its notes lab_NN_review.html (docs/doxygen_filter.py cuts it), numbered
   as one: the bench's first figure follows the lesson's last, the notes' the bench's, and so do
   its formulas and tables. An interlude before a chapter (lab_05_gpu.html, from
-  docs/interlude_05.md) is numbered as that chapter's first page. The text refers to a figure as {{fig:lab07_tiles}}, written in the
+  docs/interlude_05.md; any docs/interlude_NN.md) is numbered as that chapter's first page. The text refers to a figure as {{fig:lab07_tiles}}, written in the
   chapter's Markdown, which becomes a link "Figure 7.3" on any page. A reference to a figure no
   chapter shows stops the build.
 - A chapter's display formulas are numbered per chapter too, (7.1), (7.2), ..., by a \\tag that
@@ -86,9 +86,12 @@ DATE_SPAN = '<span class="book-date">'
 # A chapter's picture as Doxygen writes `\image html NAME.svg "caption"`, up to its caption's text.
 FIGURE = re.compile(r'<div class="image">(\n<(?:object|img)\b[^>]*?\b(?:data|src)="([\w.-]+?)'
                     r'\.(?:svg|png)"[^>]*>(?:</object>)?\n?<div class="caption">\n?)')
-# A chapter's page, its interlude (lab_05_gpu.html, docs/interlude_05.md, read before the
-# lesson), its lesson, its bench or its notes; the introduction is chapter 0.
-CHAPTER_PAGE = re.compile(r"^(?:lab_(\d\d)(_gpu|_bench|_review)?|index)\.html$")
+# A chapter's page, its interlude (lab_NN_NAME.html from docs/interlude_NN.md, read before the
+# lesson; docs/CMakeLists.txt names it so), its lesson, its bench or its notes; the introduction
+# is chapter 0.
+CHAPTER_PAGE = re.compile(r"^(?:lab_(\d\d)(_[a-z]+)?|index)\.html$")
+# The order of a chapter's pages by their suffix; any other suffix is its interlude, read first.
+CHAPTER_PAGE_ORDER = {"": 1, "_bench": 2, "_review": 3}
 
 
 def chapter_pages(names) -> list[str]:
@@ -97,7 +100,7 @@ def chapter_pages(names) -> list[str]:
     as one sequence)."""
     def key(name: str) -> tuple[int, int]:
         m = CHAPTER_PAGE.match(name)
-        return int(m.group(1) or 0), ("_gpu", "", "_bench", "_review").index(m.group(2) or "")
+        return int(m.group(1) or 0), CHAPTER_PAGE_ORDER.get(m.group(2) or "", 0)
     return sorted((name for name in names if CHAPTER_PAGE.match(name)), key=key)
 FIGURE_REFERENCE = re.compile(r"\{\{fig:([\w.-]+)\}\}")
 
@@ -143,50 +146,35 @@ def number_figures(pages: dict[str, str]) -> dict[str, str]:
 # sideways in its own box (a.book-figure-link, overflow-x: auto in docs/book.css) instead of
 # shrinking it further. Every column the book is checked at (docs/book_check.py, COLUMN_AT) is at
 # least that wide, so there nothing scrolls.
-MIN_FIGURE_TEXT_PX = 11
+def _book_check():
+    """docs/book_check.py, which owns the figure-text rule: MIN_FIGURE_TEXT_PX and how an SVG's
+    text size is read (figure_text). Loaded by path, so the build and the tests share it."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "book_check", Path(__file__).resolve().parent / "book_check.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+_CHECK = _book_check()
+MIN_FIGURE_TEXT_PX = _CHECK.MIN_FIGURE_TEXT_PX
 # A picture's tag with its file (an SVG beside the page) and its style attribute.
 FIGURE_TAG = re.compile(r'(<(?:object|img)\b[^>]*?\b(?:data|src)="([\w.-]+\.svg)"[^>]*?\bstyle=")'
                         r'([^"]*)(")')
-_SVG_LENGTH = re.compile(r"\s*([\d.]+)\s*(px|pt)?\s*")
-_SVG_SCALE = re.compile(r"scale\(\s*([-\d.]+)(?:[\s,]+([-\d.]+))?\s*\)")
 
 
-def _svg_px(value: str | None) -> float | None:
-    m = _SVG_LENGTH.fullmatch(value or "")
-    return float(m.group(1)) * (4 / 3 if m.group(2) == "pt" else 1) if m else None
-
-
-def figure_min_width(svg_text: str) -> int | None:
+def figure_min_width(svg: Path) -> int | None:
     """The narrowest width, in CSS px, at which the SVG's smallest text is still
-    MIN_FIGURE_TEXT_PX (never more than the picture's own width); None without text or width.
-    Font sizes come from font-size attributes and inline styles, times every scale() between the
-    text and the root, as docs/book_check.py's estimate reads them."""
+    MIN_FIGURE_TEXT_PX (never more than the picture's own width); None without text. Text sizes
+    are read as docs/book_check.py reads them (figure_text)."""
     import math
-    import xml.etree.ElementTree as ET
-    root = ET.fromstring(svg_text)
-    view = (root.get("viewBox") or "").replace(",", " ").split()
-    view_w = float(view[2]) if len(view) == 4 else None
-    width = _svg_px(root.get("width")) or view_w
-    if not width:
+    per_px = min((px for px, _ in _CHECK.figure_text(svg, 1.0)[1]), default=None)  # in a 1 px column
+    if not per_px:
         return None
-    sizes: list[float] = []
-
-    def walk(e, size: float, factor: float) -> None:
-        style = re.search(r"font-size\s*:\s*([\d.]+(?:px|pt)?)", e.get("style") or "")
-        size = _svg_px(style.group(1) if style else e.get("font-size")) or size
-        m = _SVG_SCALE.search(e.get("transform") or "")
-        if m:
-            factor *= min(abs(float(m.group(1))), abs(float(m.group(2) or m.group(1))))
-        if e.tag.rsplit("}", 1)[-1] in ("text", "tspan") and "".join(e.itertext()).strip():
-            sizes.append(size * factor)
-        for child in e:
-            walk(child, size, factor)
-
-    walk(root, 16.0, 1.0)
-    if not sizes:
-        return None
-    drawn = min(sizes) * width / (view_w or width)  # the smallest text at the picture's own width
-    return min(math.ceil(width * MIN_FIGURE_TEXT_PX / drawn), math.ceil(width))
+    own = min(px for px, _ in _CHECK.figure_text(svg, math.inf)[1])  # at the picture's own width
+    return min(math.ceil(MIN_FIGURE_TEXT_PX / per_px), math.ceil(own / per_px - 1e-9))
 
 
 def legible_figures(text: str, html_dir: Path) -> str:
@@ -197,7 +185,7 @@ def legible_figures(text: str, html_dir: Path) -> str:
         style = re.sub(r"\s*min-width:[^;]*;?", "", tag.group(3)).strip()
         if not svg.is_file():
             return tag.group(0)
-        least = figure_min_width(svg.read_text(encoding="utf-8"))
+        least = figure_min_width(svg)
         if least is None:
             return tag.group(0)
         style = f"{style} " if style and style.endswith(";") else (f"{style}; " if style else "")
@@ -334,7 +322,7 @@ def _breakable_name(m: re.Match) -> str:
 
 # A lab's pages (lab_06.html, given_code_lab06.html) and the Doxygen page of a lab's header, by
 # the lab's number: labs/06-*/paged_attention_v2.hpp is paged__attention__v2_8hpp.html.
-LAB_PAGE = re.compile(r"(?:lab_|given_code_lab)(\d\d)(?:_gpu|_bench|_review)?\.html")
+LAB_PAGE = re.compile(r"(?:lab_|given_code_lab)(\d\d)(?:_[a-z]+)?\.html")
 HEADER_LINK = re.compile(r'<a class="(?:el|code[^"]*)" href="([\w]+_8hpp)\.html#\w+"[^>]*>([^<]*)</a>')
 HEADER_TOOLTIP = re.compile(r'<div class="ttc" id="a(\w+?_8hpp)_html_\w+">'
                             r'(?:<div class="tt\w+">(?:[^<]|<(?!/?div\b))*</div>)*</div>\n?')

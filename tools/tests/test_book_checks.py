@@ -403,16 +403,33 @@ class FigureNumbersTest(unittest.TestCase):
         svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="820" height="100" '
                'viewBox="0 0 820 100" font-size="14"><text>big</text>'
                '<g transform="scale(0.5)"><text font-size="26">small</text></g></svg>')
-        self.assertEqual(tidy.figure_min_width(svg), 694)
-        self.assertEqual(tidy.figure_min_width(svg.replace('"26"', '"20"')), 820)
         with tempfile.TemporaryDirectory() as where:
+            small = Path(where, "small.svg")
+            small.write_text(svg.replace('"26"', '"20"'), encoding="utf-8")
             Path(where, "lab07_tiles.svg").write_text(svg, encoding="utf-8")
+            self.assertEqual(tidy.figure_min_width(Path(where, "lab07_tiles.svg")), 694)
+            self.assertEqual(tidy.figure_min_width(small), 820)
             page = FigureNumbersTest.figure("lab07_tiles") + FigureNumbersTest.figure("missing")
             out = tidy.legible_figures(page, Path(where))
             self.assertIn('data="lab07_tiles.svg" style="pointer-events: none; min-width: 694px;"',
                           out)
             self.assertIn('data="missing.svg" style="pointer-events: none;"', out)
             self.assertEqual(tidy.legible_figures(out, Path(where)), out)  # once
+
+    def test_an_interlude_is_numbered_as_its_chapters_first_page(self):
+        # docs/interlude_NN.md becomes lab_NN_<name>.html: read before the lesson, so its figures
+        # are chapter NN's first, whatever its name; the chapter's own pages keep their order.
+        tidy = _load_tidy()
+        names = ["lab_05_review.html", "lab_05.html", "lab_05_bench.html", "lab_05_gpu.html",
+                 "lab_04_review.html", "lab_06_warps.html", "index.html", "setup.html"]
+        self.assertEqual(tidy.chapter_pages(names),
+                         ["index.html", "lab_04_review.html", "lab_05_gpu.html", "lab_05.html",
+                          "lab_05_bench.html", "lab_05_review.html", "lab_06_warps.html"])
+        pages = {"lab_05_gpu.html": self.figure("lab05_hierarchy"),
+                 "lab_05.html": self.figure("lab05_key_lanes") + "see {{fig:lab05_hierarchy}}"}
+        out = tidy.number_figures(pages)
+        self.assertIn("Figure 5.1", out["lab_05_gpu.html"])
+        self.assertIn("Figure 5.2", out["lab_05.html"])
 
     def test_a_reference_to_no_figure_stops_the_build(self):
         with self.assertRaisesRegex(ValueError, "lab_06.html: .*lab07_tile"):
