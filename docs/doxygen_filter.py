@@ -211,6 +211,9 @@ def tests_table(lines: list[str], lab: str | None = None,
 CHAPTER_TITLE = re.compile(r"# (Lab (\d\d) — [^{]*?)\s*\{#lab_(\d\d)\}\s*")
 BENCH_START = re.compile(r"## Files \{#lab_(\d\d)_files\}\s*")
 NOTES_START = re.compile(r"## Notes \{#lab_(\d\d)_notes\}\s*")
+# A long lesson goes on on a second page, `lab_NN_lesson2`, from its heading `## Title
+# {#lab_NN_part2}` (before `## Files`); the page is titled "Lab NN: title".
+PART2_START = re.compile(r"## (.+?) \{#lab_(\d\d)_part2\}\s*")
 # Doxygen's internal line break: it ends a command's argument (the title of \page) like a new
 # line, but the line count does not move, so every line after the cut keeps its number and a
 # warning still names the README's line.
@@ -228,6 +231,12 @@ def bench_title(lab: str) -> str:
 
 def notes_title(lab: str) -> str:
     return f"Lab {lab}: notes and measurements"  # = the sidebar's (docs/CMakeLists.txt)
+
+
+def part2_title(lab: str, heading: str) -> str:
+    """The title of a lesson's second page: "Lab 07: inside the tile loop" (= the sidebar's,
+    docs/CMakeLists.txt)."""
+    return f"Lab {lab}: {heading[:1].lower()}{heading[1:]}"
 
 
 def _find(lines: list[str], heading: re.Pattern, lab: str, after: int = 0) -> int | None:
@@ -319,9 +328,20 @@ def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
     j = _find(lines, NOTES_START, lab, i + 1)
     title = short_title(first.group(1))
     bench, notes = f"lab_{lab}_bench", f"lab_{lab}_review"
-    intro = (f'<div class="book-bench-intro">This is the working part of lab {lab}; its lesson, '
-             f'\\ref lab_{lab} "{title}", explains the ideas the code below puts to work.</div>')
     lines = list(lines)
+    lesson = f'\\ref lab_{lab} "{title}"'
+    part2 = next((k for k in range(1, i) if (m := PART2_START.fullmatch(lines[k].rstrip("\n")))
+                  and m.group(2) == lab), None)
+    if part2 is not None:
+        heading = PART2_START.fullmatch(lines[part2].rstrip("\n")).group(1)
+        second = f"lab_{lab}_lesson2"
+        intro = (f'<div class="book-bench-intro">The second page of lab {lab}\'s lesson, after '
+                 f'{lesson}.</div>')
+        lines[part2] = page_break(second, part2_title(lab, heading), intro, f"lab_{lab}_part2",
+                                  heading)
+        lesson += f' (and its second page, \\ref {second} "{heading[:1].lower()}{heading[1:]}")'
+    intro = (f'<div class="book-bench-intro">This is the working part of lab {lab}; its lesson, '
+             f'{lesson}, explains the ideas the code below puts to work.</div>')
     lines[i] = page_break(bench, bench_title(lab), intro + job, f"lab_{lab}_files", "Files")
     if j is not None:
         intro = (f'<div class="book-bench-intro">The last part of lab {lab}: notes on the code '

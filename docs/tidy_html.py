@@ -24,11 +24,11 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   page title with a space: both are dropped, so a heading's text is its first line.
 - Figures are numbered per chapter, in order ("Figure 7.3." before the caption of lab_07.html's
   third picture; the introduction, index.html, is chapter 0; the figure gets the anchor
-  fig-<picture name>). A chapter is three pages, its lesson lab_NN.html, its bench
-  lab_NN_bench.html and its notes lab_NN_review.html (docs/doxygen_filter.py cuts it), numbered
-  as one: the bench's first figure follows the lesson's last, the notes' the bench's, and so do
-  its formulas and tables. An interlude before a chapter (lab_05_gpu.html, from
-  docs/interlude_05.md; any docs/interlude_NN.md) is numbered as that chapter's first page. The text refers to a figure as {{fig:lab07_tiles}}, written in the
+  fig-<picture name>). A chapter is three pages, its lesson lab_NN.html (a long one goes on on
+  lab_NN_lesson2.html), its bench lab_NN_bench.html and its notes lab_NN_review.html
+  (docs/doxygen_filter.py cuts it), numbered as one: the bench's first figure follows the
+  lesson's last, the notes' the bench's, and so do its formulas and tables. An interlude before a chapter (lab_05_gpu.html, from
+  docs/interlude_05.md; any docs/interlude_NN.md) is numbered on its own: Figure I.1, Table I.1. The text refers to a figure as {{fig:lab07_tiles}}, written in the
   chapter's Markdown, which becomes a link "Figure 7.3" on any page. A reference to a figure no
   chapter shows stops the build.
 - A chapter's display formulas are numbered per chapter too, (7.1), (7.2), ..., by a \\tag that
@@ -89,9 +89,9 @@ FIGURE = re.compile(r'<div class="image">(\n<(?:object|img)\b[^>]*?\b(?:data|src
 # A chapter's page, its interlude (lab_NN_NAME.html from docs/interlude_NN.md, read before the
 # lesson; docs/CMakeLists.txt names it so), its lesson, its bench or its notes; the introduction
 # is chapter 0.
-CHAPTER_PAGE = re.compile(r"^(?:lab_(\d\d)(_[a-z]+)?|index)\.html$")
+CHAPTER_PAGE = re.compile(r"^(?:lab_(\d\d)(_[a-z0-9]+)?|index)\.html$")
 # The order of a chapter's pages by their suffix; any other suffix is its interlude, read first.
-CHAPTER_PAGE_ORDER = {"": 1, "_bench": 2, "_review": 3}
+CHAPTER_PAGE_ORDER = {"": 1, "_lesson2": 2, "_bench": 3, "_review": 4}
 
 
 def chapter_pages(names) -> list[str]:
@@ -102,6 +102,21 @@ def chapter_pages(names) -> list[str]:
         m = CHAPTER_PAGE.match(name)
         return int(m.group(1) or 0), CHAPTER_PAGE_ORDER.get(m.group(2) or "", 0)
     return sorted((name for name in names if CHAPTER_PAGE.match(name)), key=key)
+
+
+# The label an interlude's figures, formulas and tables are numbered under: Figure I.1, I.2, ...
+INTERLUDE_LABEL = "I"
+
+
+def number_label(name: str) -> str:
+    """What a chapter page's figures, formulas and tables are numbered under: "7" for lab_07.html
+    and its bench and notes, "I" for an interlude (lab_05_gpu.html), "0" for the introduction."""
+    m = CHAPTER_PAGE.match(name)
+    if m.group(2) and m.group(2) not in CHAPTER_PAGE_ORDER:
+        return INTERLUDE_LABEL
+    return str(int(m.group(1) or 0))
+
+
 FIGURE_REFERENCE = re.compile(r"\{\{fig:([\w.-]+)\}\}")
 
 
@@ -111,9 +126,9 @@ def number_figures(pages: dict[str, str]) -> dict[str, str]:
     page to a link to it; `pages` maps a page's file name to its HTML. Raises ValueError naming
     the page and the name of a reference to no figure."""
     numbers: dict[str, tuple[str, str]] = {}  # picture name -> (page, "N.M")
-    counts: dict[int, int] = {}  # chapter -> figures numbered so far (lesson, bench, notes)
+    counts: dict[str, int] = {}  # chapter -> figures numbered so far (lesson, bench, notes)
     for name in chapter_pages(pages):
-        chapter = int(CHAPTER_PAGE.match(name).group(1) or 0)
+        chapter = number_label(name)
         for figure in FIGURE.finditer(pages[name]):
             counts[chapter] = counts.get(chapter, 0) + 1
             numbers[figure.group(2)] = (name, f"{chapter}.{counts[chapter]}")
@@ -212,7 +227,7 @@ def number_formulas(name: str, text: str, start: int = 0) -> str:
             return formula.group(0)
         count += 1
         return (f"{formula.group(1)}{formula.group(2).rstrip()}\n"
-                f"  \\tag{{{int(chapter.group(1) or 0)}.{count}}}\n{formula.group(3)}")
+                f"  \\tag{{{number_label(name)}.{count}}}\n{formula.group(3)}")
     return DISPLAY_FORMULA.sub(tag, text)
 
 
@@ -220,9 +235,9 @@ def number_all_formulas(pages: dict[str, str]) -> dict[str, str]:
     """number_formulas over every page, a chapter's bench going on from its lesson's last
     number and its notes from the bench's."""
     out = dict(pages)
-    counts: dict[int, int] = {}
+    counts: dict[str, int] = {}
     for name in chapter_pages(pages):
-        chapter = int(CHAPTER_PAGE.match(name).group(1) or 0)
+        chapter = number_label(name)
         start = counts.get(chapter, 0)
         out[name] = number_formulas(name, pages[name], start)
         counts[chapter] = start + out[name].count("\\tag{") - pages[name].count("\\tag{")
@@ -245,7 +260,7 @@ def table_chapter(name: str, text: str) -> str:
     introduction and the rest of the front matter."""
     chapter = CHAPTER_PAGE.match(name)
     if chapter and chapter.group(1):
-        return str(int(chapter.group(1)))
+        return number_label(name)
     title = PAGE_TITLE.search(text)
     appendix = APPENDIX_TITLE.match(title.group(1).strip()) if title else None
     return (appendix.group(1) or appendix.group(2)) if appendix else "0"

@@ -416,9 +416,10 @@ class FigureNumbersTest(unittest.TestCase):
             self.assertIn('data="missing.svg" style="pointer-events: none;"', out)
             self.assertEqual(tidy.legible_figures(out, Path(where)), out)  # once
 
-    def test_an_interlude_is_numbered_as_its_chapters_first_page(self):
-        # docs/interlude_NN.md becomes lab_NN_<name>.html: read before the lesson, so its figures
-        # are chapter NN's first, whatever its name; the chapter's own pages keep their order.
+    def test_an_interlude_is_read_first_and_numbered_on_its_own(self):
+        # docs/interlude_NN.md becomes lab_NN_<name>.html: read before the lesson, whatever its
+        # name, with figures, formulas and tables of its own (I.1, ...); the chapter's own pages
+        # keep their order and start at N.1.
         tidy = _load_tidy()
         names = ["lab_05_review.html", "lab_05.html", "lab_05_bench.html", "lab_05_gpu.html",
                  "lab_04_review.html", "lab_06_warps.html", "index.html", "setup.html"]
@@ -428,8 +429,14 @@ class FigureNumbersTest(unittest.TestCase):
         pages = {"lab_05_gpu.html": self.figure("lab05_hierarchy"),
                  "lab_05.html": self.figure("lab05_key_lanes") + "see {{fig:lab05_hierarchy}}"}
         out = tidy.number_figures(pages)
-        self.assertIn("Figure 5.1", out["lab_05_gpu.html"])
-        self.assertIn("Figure 5.2", out["lab_05.html"])
+        self.assertIn("Figure I.1.", out["lab_05_gpu.html"])
+        self.assertIn("Figure 5.1.", out["lab_05.html"])
+        self.assertIn("Figure I.1</a>", out["lab_05.html"])
+        formula = '<p class="formulaDsp">\n\\[ a = b \\]\n</p>'
+        tagged = tidy.number_all_formulas({"lab_05_gpu.html": formula, "lab_05.html": formula})
+        self.assertIn("\\tag{I.1}", tagged["lab_05_gpu.html"])
+        self.assertIn("\\tag{5.1}", tagged["lab_05.html"])
+        self.assertEqual(tidy.table_chapter("lab_05_gpu.html", ""), "I")
 
     def test_a_reference_to_no_figure_stops_the_build(self):
         with self.assertRaisesRegex(ValueError, "lab_06.html: .*lab07_tile"):
@@ -661,6 +668,41 @@ class ChapterSplitTest(unittest.TestCase):
         self.assertTrue(line.endswith("\\section lab_05_notes Notes\n"), line)
         self.assertEqual(line.count("\n"), 1)
 
+    def test_a_long_lesson_goes_on_on_a_second_page_at_its_part2_heading(self):
+        readme = list(self.README)
+        background = readme.index("## Background {#lab_05_background}\n")
+        readme[background + 2:background + 2] = ["## The Reductions {#lab_05_part2}\n", "\n"]
+        out = self.filter_module().split_chapter(readme, "05")
+        self.assertEqual(len(out), len(readme))
+        line = out[background + 2]
+        self._in_order(line, "\\tableofcontents",
+                       "\\page lab_05_lesson2 Lab 05: the Reductions",
+                       '\\ref lab_05 "Lab 05 — The kernel"',
+                       "\\section lab_05_part2 The Reductions")
+        self.assertEqual(line.count("\n"), 1)
+        # The bench names both pages of the lesson; without the heading it names one.
+        bench = out[readme.index("## Files {#lab_05_files}\n")]
+        self._in_order(bench, '\\ref lab_05 "', '\\ref lab_05_lesson2 "the Reductions"',
+                       "\\section lab_05_files")
+        plain = self.filter_module().split_chapter(self.README, "05")
+        self.assertNotIn("lab_05_lesson2", "".join(plain))
+        # tidy_html numbers its figures after the lesson's and before the bench's.
+        self.assertEqual(_load_tidy().chapter_pages(
+            ["lab_05_bench.html", "lab_05_lesson2.html", "lab_05_gpu.html", "lab_05.html"]),
+            ["lab_05_gpu.html", "lab_05.html", "lab_05_lesson2.html", "lab_05_bench.html"])
+
+    def test_the_check_wants_a_lessons_second_page_between_it_and_the_bench(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            html, repo = self._site(Path(tmp), split=True)
+            (html / "lab_05_lesson2.html").write_text(
+                '<div class="book-bench-intro">After <a class="el" href="lab_05.html">it</a>.'
+                '</div><h1><a class="anchor" id="lab_05_part2"></a>part2</h1>')
+            problems = "\n".join(check.structure_check(html, repo))
+            # (the test site's sidebar lists no second page, and the bench's link is to lab_05)
+            self.assertIn("sidebar: no entry for lab_05_lesson2.html", problems)
+            self.assertIn("lab_05_bench.html: does not start with the link back to "
+                          "lab_05_lesson2.html", problems)
+
     def test_a_chapter_without_its_files_heading_stays_one_page(self):
         module = self.filter_module()
         readme = [line for line in self.README if not line.startswith("## Files")]
@@ -784,10 +826,15 @@ class BuiltBookSplitTest(unittest.TestCase):
         self.assertNotIn("book-way-on", lesson + bench)  # the Previous / Next links lead on
         self.assertIn('href="lab_05.html"', check._bench_intro(BOOK / "lab_05_bench.html"))
         self.assertIn('href="lab_05_bench.html"', check._bench_intro(BOOK / "lab_05_review.html"))
+        self.assertIn('href="lab_05_lesson2.html"', check._bench_intro(BOOK / "lab_05_bench.html"))
+        self.assertIn('href="lab_05.html"', check._bench_intro(BOOK / "lab_05_lesson2.html"))
+        self.assertIn('id="lab_05_reductions"', self.text("lab_05_lesson2.html"))
+        self.assertNotIn('id="lab_05_reductions"', lesson)
         pages = [file for file, _ in check.book_pages(BOOK)]
         at = pages.index("lab_05.html")
-        self.assertEqual(pages[at:at + 4], ["lab_05.html", "lab_05_bench.html",
-                                            "lab_05_review.html", "lab_06.html"])
+        self.assertEqual(pages[at:at + 5], ["lab_05.html", "lab_05_lesson2.html",
+                                            "lab_05_bench.html", "lab_05_review.html",
+                                            "lab_06.html"])
 
 
 class FigureLinksTest(unittest.TestCase):
