@@ -47,6 +47,8 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   two labs' headers both define (kNumThreads, kWarpSize, cuda_device_present) to the first it
   met, so lab 06's code linked to lab 05's constants and showed their tooltips. Such a link is
   dropped and its text kept.
+- A lesson's second page (lab_NN_lesson2.html) shows its first heading only as its title: the
+  heading itself is dropped, its anchor kept.
 - A picture never shrinks below legible: each SVG picture's tag gets a min-width at which its
   smallest text is 11 px; a column narrower than that scrolls it sideways in its own box
   (book.css) instead of shrinking it further.
@@ -395,12 +397,19 @@ def drop_empty_related_pages(html_dir: Path) -> bool:
     return True
 
 
+# The heading a lesson's second page starts at (docs/doxygen_filter.py): the page's title says
+# it already ("Lab 06: the reduce, ..."), so only its anchor stays, for links and the contents.
+PART2_HEADING = re.compile(r'<h1>(<a class="anchor" id="lab_\d\d_part2"></a>)(?:(?!</h1>).)*</h1>',
+                           re.S)
+
+
 def tidy(text: str) -> str:
     text = TEST_NAME_CELL.sub(_breakable_name, text)  # before NOWRAP_CODE would claim the name
     text = SPACE_BEFORE_MATH.sub(r"\1\2", text)
     text = NOWRAP_CODE.sub(r'<code class="book-nowrap">\1</code>', text)
     text = NOWRAP_LINKED_CODE.sub(r'<code class="book-nowrap">\1</code>', text)
     text = HEADING_ANCHOR_NEWLINE.sub(r"\1", text)
+    text = PART2_HEADING.sub(r"\1", text)
     text = TITLE_TRAILING_SPACE.sub(r"\1\2", text)
     text = TABLE_CELL.sub(_unbroken_dates, text)
     return CODE_WITH_PUNCTUATION.sub(_keep_together, text)

@@ -691,6 +691,14 @@ class ChapterSplitTest(unittest.TestCase):
             ["lab_05_bench.html", "lab_05_lesson2.html", "lab_05_gpu.html", "lab_05.html"]),
             ["lab_05_gpu.html", "lab_05.html", "lab_05_lesson2.html", "lab_05_bench.html"])
 
+    def test_a_lessons_second_page_keeps_its_first_headings_anchor_not_its_text(self):
+        page = ('<div class="book-bench-intro">After.</div> <h1><a class="anchor" '
+                'id="lab_06_part2"></a>\nThe reduce, <code>x</code></h1>\n<p>Text.</p>'
+                '<h1><a class="anchor" id="lab_06_reduce"></a>\nThe reduce kernel</h1>')
+        out = _load_tidy().tidy(page)
+        self.assertIn('</div> <a class="anchor" id="lab_06_part2"></a>\n<p>Text.</p>', out)
+        self.assertIn('id="lab_06_reduce"></a>The reduce kernel</h1>', out)
+
     def test_the_check_wants_a_lessons_second_page_between_it_and_the_bench(self):
         with tempfile.TemporaryDirectory() as tmp:
             html, repo = self._site(Path(tmp), split=True)
