@@ -339,9 +339,12 @@ def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
                  f'{lesson}.</div>')
         lines[part2] = page_break(second, part2_title(lab, heading), intro, f"lab_{lab}_part2",
                                   heading)
-        lesson += f' (and its second page, \\ref {second} "{heading[:1].lower()}{heading[1:]}")'
-    intro = (f'<div class="book-bench-intro">This is the working part of lab {lab}; its lesson, '
-             f'{lesson}, explains the ideas the code below puts to work.</div>')
+        intro = (f'<div class="book-bench-intro">This is the working part of lab {lab}. Its '
+                 f'lesson explains the ideas the code below puts to work: {lesson} and, on its '
+                 f'second page, \\ref {second} "{heading}".</div>')
+    else:
+        intro = (f'<div class="book-bench-intro">This is the working part of lab {lab}; its '
+                 f'lesson, {lesson}, explains the ideas the code below puts to work.</div>')
     lines[i] = page_break(bench, bench_title(lab), intro + job, f"lab_{lab}_files", "Files")
     if j is not None:
         intro = (f'<div class="book-bench-intro">The last part of lab {lab}: notes on the code '

@@ -682,7 +682,7 @@ class ChapterSplitTest(unittest.TestCase):
         self.assertEqual(line.count("\n"), 1)
         # The bench names both pages of the lesson; without the heading it names one.
         bench = out[readme.index("## Files {#lab_05_files}\n")]
-        self._in_order(bench, '\\ref lab_05 "', '\\ref lab_05_lesson2 "the Reductions"',
+        self._in_order(bench, '\\ref lab_05 "', '\\ref lab_05_lesson2 "The Reductions"',
                        "\\section lab_05_files")
         plain = self.filter_module().split_chapter(self.README, "05")
         self.assertNotIn("lab_05_lesson2", "".join(plain))
