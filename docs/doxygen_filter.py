@@ -105,8 +105,8 @@ def _about(graded: list[_Row], suites: list[str], backends: dict[str, list[str]]
         text += (f", all in suite `{suites[0]}`, so the rows name their tests without the "
                  f"`{suites[0]}.` prefix")
     elif suites:
-        text += (f", in {len(suites)} suites; each suite heads its own rows, which name their "
-                 f"tests without the `Suite.` prefix")
+        text += (f", in {len(suites)} suites; a heading row names each suite, and the rows "
+                 f"under it give only the test's name")
     runs = {tuple(backends.get(suite, ())) for suite in suites}
     if len(runs) == 1 and (names := next(iter(runs))):
         text += (f"; each runs as {_listed([f'`/{name}`' for name in names])}, "
