@@ -12,7 +12,7 @@ TORCH_SDPA = GPU_DATA / "h100-torch-sdpa-2026-11-22.jsonl"    # PyTorch SDPA, sa
 # One run of labs 05-07's benchmarks and of PyTorch on the same H100, at commit 58f6460.
 LAB_BENCH = {lab: GPU_DATA / f"h100-lab{lab}_bench-2026-11-26.json" for lab in ("05", "06", "07")}
 TORCH_SDPA_RUN2 = GPU_DATA / "h100-torch-sdpa-2026-11-26.jsonl"  # the same day, lab 07's batches
-GBPS_MAX = 3200  # the scale's right end: above the H100's read of about 2.95 TB/s
+GBPS_MAX = 3200  # the scale's right end: above the H100's read of about 2.94 TB/s
 
 
 def lab05_v1() -> dict:
