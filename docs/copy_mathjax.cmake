@@ -2,7 +2,8 @@
 # so the formulas render from disk on any machine, with no network and no CDN.
 #   cmake -DMATHJAX_DIR=/usr/share/javascript/mathjax -DOUTPUT_DIR=<html>/mathjax -P copy_mathjax.cmake
 # The book's pages use TeX input (tex2jax, the AMS extensions) and SVG output with the TeX font,
-# whose glyphs are JavaScript files: no web fonts are needed. Everything else (other output
+# whose glyphs are JavaScript files: no web fonts are needed; AssistiveMML (with toMathML)
+# adds each formula as hidden MathML text, for find-in-page, copying and screen readers. Everything else (other output
 # processors and fonts, MathML and AsciiMath input, other languages, tests) is left out.
 foreach(var MATHJAX_DIR OUTPUT_DIR)
   if(NOT DEFINED ${var})
@@ -21,6 +22,8 @@ set(pa_mathjax_parts
   extensions/MathMenu.js
   extensions/MathZoom.js
   extensions/HelpDialog.js
+  extensions/AssistiveMML.js
+  extensions/toMathML.js
   extensions/TeX
   jax/input/TeX
   jax/element/mml

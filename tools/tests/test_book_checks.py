@@ -845,6 +845,17 @@ class BuiltBookSplitTest(unittest.TestCase):
                                             "lab_06.html"])
 
 
+class FormulaTextTest(unittest.TestCase):
+    def test_formulas_leave_their_text_for_find_copy_and_screen_readers(self):
+        """The SVG output draws a formula as a picture; AssistiveMML (and toMathML, which it
+        loads) adds its hidden MathML text, and copy_mathjax.cmake must ship both."""
+        config = (ROOT / "docs" / "mathjax-config.js").read_text(encoding="utf-8")
+        self.assertIn('MathJax.Hub.config.extensions.push("AssistiveMML.js")', config)
+        parts = (ROOT / "docs" / "copy_mathjax.cmake").read_text(encoding="utf-8")
+        for part in ("extensions/AssistiveMML.js", "extensions/toMathML.js"):
+            self.assertIn(f"\n  {part}\n", parts)
+
+
 class FigureLinksTest(unittest.TestCase):
     def test_figures_open_full_size(self):
         """docs/book-figures.js wraps each figure in a link to its SVG, and every page loads
