@@ -292,7 +292,10 @@ def your_job(lines: list[str], lab: str, steps: list[dict]) -> str:
             what = f'<b>{step["todo"]}</b>&nbsp;{what}'
         if step["function"] != function:
             function = step["function"]
-            lead = f'<code>{function}</code>' + (": TODO " if step.get("todo") else " — ")
+            # (a step's "shown_as" names the code where its region's name does not: the region
+            # kv_tile holds KvTile::copy)
+            lead = (f'<code>{step.get("shown_as", function)}</code>'
+                    + (": TODO " if step.get("todo") else " — "))
             items.append(lead + what)
         else:
             items[-1] += " · " + what

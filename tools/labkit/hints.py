@@ -10,6 +10,8 @@ formula; the shape of the code) and a § link into the chapter:
                 "title": "acc: the partition's weighted values",
                 "section": "lab_06_partial_state",   # the chapter section behind it
                 "covers": [],                        # other solution regions it owns (helpers)
+                "shown_as": "...",                   # optional: the book's name for the region's
+                                                     # code, where it differs (KvTile::copy)
                 "levels": ["the idea", "the invariant", "the shape of the code"]}]}
 
 Which level a student has seen is kept under build/hints/ (never in the student's files): each
