@@ -245,7 +245,7 @@ def key_loop() -> Figure:
                "each warp issues the loads of its next block's keys before the dot products of "
                "its current block; four barriers, the last one alone before the cross-warp sum.")
     f.text(10, 16, f"paged_attention_v2_kernel, partition {LOOP_PARTITION} of {LOOP_SEQ_LEN:,} "
-           f"tokens: {LOOP_TOKENS} tokens in {LOOP_BLOCKS} blocks of {LOOP_BLOCK_SIZE}",
+           f"tokens: {LOOP_TOKENS} tokens, {LOOP_BLOCKS} cache blocks of {LOOP_BLOCK_SIZE}",
            size=SIZE_TITLE, weight="bold")
     y = 34
     barrier = 0

@@ -254,9 +254,10 @@ TEST(PagedAttention, LogitsNearAThousandStayFinite) {
     ASSERT_GT(top, 0.0);
     s.q.row(h) *= 1000.0 / top;
   }
-  // Scores of ~1000 carry ~1000x the absolute rounding of scores of ~1, and exp() passes that
-  // on to the weights: 1e-9 is still far below what a wrong softmax produces.
-  constexpr double kLargeLogitTol = 1e-9;
+  // Scores of ~1000 carry ~1000x the absolute rounding of scores of ~1 (~1e-15), and exp()
+  // passes that on to the weights: up to ~1e-12 on the outputs. 1e-11 allows that, as in labs
+  // 02 and 04, and is still far below what a wrong softmax produces.
+  constexpr double kLargeLogitTol = 1e-11;
   EXPECT_TRUE(AllClose(dense_truth(s), paged_attention(s.q, s.k_cache, s.v_cache, s.block_table,
                                                       s.seq_len, s.block_size),
                        kLargeLogitTol));
