@@ -5,8 +5,12 @@ MathJax.Hub.Config({
 });
 // The SVG output leaves no text behind: a formula's symbols would be missing from find-in-page,
 // copied text and screen readers. AssistiveMML adds each formula as hidden MathML beside its
-// picture (its text is the formula's), so they see it.
-MathJax.Hub.config.extensions.push("AssistiveMML.js");
+// picture (its text is the formula's), so they see it. Loaded only once the TeX input is (a page
+// with formulas): on a page without any, its hook finds no MathML code loaded, throws, and
+// MathJax never finishes.
+MathJax.Hub.Register.StartupHook("TeX Jax Ready", function () {
+  return MathJax.Ajax.Require("[MathJax]/extensions/AssistiveMML.js");
+});
 // A numbered display formula is laid out as wide as the column was when MathJax typeset it (the
 // number sits at the right edge): after the window narrows, e.g. from 1400 to 1000 px, it would
 // stick out of the column and scroll sideways. So once a resize settles, MathJax lays every

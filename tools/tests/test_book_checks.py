@@ -850,7 +850,8 @@ class FormulaTextTest(unittest.TestCase):
         """The SVG output draws a formula as a picture; AssistiveMML (and toMathML, which it
         loads) adds its hidden MathML text, and copy_mathjax.cmake must ship both."""
         config = (ROOT / "docs" / "mathjax-config.js").read_text(encoding="utf-8")
-        self.assertIn('MathJax.Hub.config.extensions.push("AssistiveMML.js")', config)
+        self.assertIn('StartupHook("TeX Jax Ready"', config)
+        self.assertIn('Require("[MathJax]/extensions/AssistiveMML.js")', config)
         parts = (ROOT / "docs" / "copy_mathjax.cmake").read_text(encoding="utf-8")
         for part in ("extensions/AssistiveMML.js", "extensions/toMathML.js"):
             self.assertIn(f"\n  {part}\n", parts)
