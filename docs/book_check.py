@@ -736,11 +736,11 @@ const name = (e) => {
   return `<${e.localName}${cls}> "${what}"`;
 };
 const where = () => `in #${section}`;
-const inCode = (e) => !!e.closest("code, pre, div.fragment, script, style, .MathJax_SVG, .MathJax_SVG_Display, .MathJax_Preview, .MathJax_SVG_Hidden");
+const inCode = (e) => !!e.closest("code, pre, div.fragment, script, style, .MathJax_SVG, .MathJax_SVG_Display, .MathJax_Preview, .MathJax_SVG_Hidden, .MJX_Assistive_MathML");
 const walker = document.createTreeWalker(column, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
   acceptNode(node) {
     if (node.nodeType === Node.TEXT_NODE) return NodeFilter.FILTER_ACCEPT;
-    if (node.matches("script, style, noscript, .MathJax_Preview, .MathJax_SVG_Hidden")) return NodeFilter.FILTER_REJECT;
+    if (node.matches("script, style, noscript, .MathJax_Preview, .MathJax_SVG_Hidden, .MJX_Assistive_MathML")) return NodeFilter.FILTER_REJECT;  // (hidden MathML: text for screen readers, clipped to 1 px on purpose)
     const cs = getComputedStyle(node);
     if (cs.display === "none" || cs.visibility === "hidden" || cs.position === "fixed") return NodeFilter.FILTER_REJECT;
     for (let p = node.parentElement; p && p !== column; p = p.parentElement) {
