@@ -1040,6 +1040,48 @@ def _screenshots(driver, file: str, shots_dir: Path, width: int) -> str:
     return str(page)
 
 
+# A click on a figure opens the viewer (docs/book-figures.js): the picture loaded and fitted to
+# the window, larger than in the column, with the figure's caption; Escape closes it.
+VIEWER = """
+const link = document.querySelector("a.book-figure-link");
+const column = link.getBoundingClientRect().width;
+link.dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true, button: 0}));
+const done = arguments[arguments.length - 1];
+setTimeout(() => {
+  const viewer = document.querySelector("div.book-viewer");
+  const shown = viewer && !viewer.hidden && getComputedStyle(viewer).display !== "none";
+  const img = viewer && viewer.querySelector("img");
+  const caption = viewer ? viewer.querySelector(".book-viewer-caption").textContent : "";
+  const figure = link.closest("div.image").querySelector(".caption");
+  const result = {shown, loaded: !!(img && img.complete && img.naturalWidth > 0),
+                  width: img ? img.getBoundingClientRect().width : 0, column,
+                  caption_ok: !figure || caption === figure.textContent};
+  document.dispatchEvent(new KeyboardEvent("keydown", {key: "Escape", bubbles: true}));
+  result.closed = !viewer || viewer.hidden;
+  done(result);
+}, 500);
+"""
+
+
+def _viewer_problems(driver) -> list[str]:
+    """What is wrong with the figure viewer on this page (docs/book-figures.js), if anything."""
+    r = driver.execute_async_script(VIEWER)
+    problems = []
+    if not r["shown"]:
+        problems.append("a click on a figure did not open the figure viewer (docs/book-figures.js)")
+    else:
+        if not r["loaded"]:
+            problems.append("the figure viewer opened without its picture")
+        elif r["width"] <= r["column"]:
+            problems.append(f"the figure viewer shows the picture {r['width']:.0f} px wide, no larger "
+                            f"than the column's {r['column']:.0f} px")
+        if not r["caption_ok"]:
+            problems.append("the figure viewer does not show the figure's caption")
+        if not r["closed"]:
+            problems.append("Escape did not close the figure viewer")
+    return problems
+
+
 def browser_check(html_dir: Path, pages: list[str], shots_dir: Path,
                   chapters: set[str] | None = None) -> list[PageResult]:
     """Opens each page in headless chromium from disk, offline; see the module docstring.
@@ -1071,6 +1113,7 @@ def browser_check(html_dir: Path, pages: list[str], shots_dir: Path,
         result = PageResult("(browser)")
         result.problems.append(f"chromium did not start under chromedriver: {e.msg}")
         return [result]
+    viewer_checked = False  # the figure viewer, tried on the first page that has a figure
     try:
         for file in pages:
             result = PageResult(file)
@@ -1094,6 +1137,10 @@ def browser_check(html_dir: Path, pages: list[str], shots_dir: Path,
                 for url in audit.get("unlinked", []):
                     result.problems.append(f"picture {Path(url).name} does not open full size on "
                                            f"click (no link to it: docs/book-figures.js)")
+                if audit.get("unlinked") == [] and not viewer_checked and driver.execute_script(
+                        "return document.querySelector('a.book-figure-link') !== null"):
+                    viewer_checked = True
+                    result.problems += _viewer_problems(driver)
                 if file in chapters and result.formulas == 0:
                     result.problems.append("a chapter with no rendered formula")
                 if file in chapters and result.figures == 0:
