@@ -1041,20 +1041,20 @@ def _screenshots(driver, file: str, shots_dir: Path, width: int) -> str:
 
 
 # A click on a figure opens the viewer (docs/book-figures.js): the picture loaded and fitted to
-# the window, larger than in the column, with the figure's caption; Escape closes it.
+# the window, larger than the page shows it, with the figure's caption; Escape closes it.
 VIEWER = """
 const link = document.querySelector("a.book-figure-link");
-const column = link.getBoundingClientRect().width;
+const shown = (link.firstElementChild || link).getBoundingClientRect().width;
 link.dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true, button: 0}));
 const done = arguments[arguments.length - 1];
 setTimeout(() => {
   const viewer = document.querySelector("div.book-viewer");
-  const shown = viewer && !viewer.hidden && getComputedStyle(viewer).display !== "none";
+  const open = viewer && !viewer.hidden && getComputedStyle(viewer).display !== "none";
   const img = viewer && viewer.querySelector("img");
   const caption = viewer ? viewer.querySelector(".book-viewer-caption").textContent : "";
   const figure = link.closest("div.image").querySelector(".caption");
-  const result = {shown, loaded: !!(img && img.complete && img.naturalWidth > 0),
-                  width: img ? img.getBoundingClientRect().width : 0, column,
+  const result = {open, loaded: !!(img && img.complete && img.naturalWidth > 0),
+                  width: img ? img.getBoundingClientRect().width : 0, shown,
                   caption_ok: !figure || caption === figure.textContent};
   document.dispatchEvent(new KeyboardEvent("keydown", {key: "Escape", bubbles: true}));
   result.closed = !viewer || viewer.hidden;
@@ -1067,14 +1067,14 @@ def _viewer_problems(driver) -> list[str]:
     """What is wrong with the figure viewer on this page (docs/book-figures.js), if anything."""
     r = driver.execute_async_script(VIEWER)
     problems = []
-    if not r["shown"]:
+    if not r["open"]:
         problems.append("a click on a figure did not open the figure viewer (docs/book-figures.js)")
     else:
         if not r["loaded"]:
             problems.append("the figure viewer opened without its picture")
-        elif r["width"] <= r["column"]:
+        elif r["width"] <= r["shown"]:
             problems.append(f"the figure viewer shows the picture {r['width']:.0f} px wide, no larger "
-                            f"than the column's {r['column']:.0f} px")
+                            f"than the page's {r['shown']:.0f} px")
         if not r["caption_ok"]:
             problems.append("the figure viewer does not show the figure's caption")
         if not r["closed"]:

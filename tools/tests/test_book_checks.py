@@ -969,3 +969,49 @@ class FigureTextInTheBrowserTest(unittest.TestCase):
         page = self.site.page("lab_05.html", '<div class="image"><object type="image/svg+xml" '
                                              'data="fine.svg"></object></div>')
         self.assertEqual(self._problems(page), [])
+
+
+@unittest.skipIf(_browser_missing(), _browser_missing() or "")
+class FigureViewerInTheBrowserTest(unittest.TestCase):
+    """A click on a figure opens docs/book-figures.js's viewer: the picture larger than in the
+    column, with its caption, closed by Escape. A page whose figure is only a link to its SVG
+    (no viewer) is reported."""
+
+    FIGURE = ('<div class="image"><a class="book-figure-link" href="fig.svg" target="_blank">'
+              '<object type="image/svg+xml" data="fig.svg" style="pointer-events: none">'
+              '</object></a><div class="caption">Figure 1.1. A planted figure.</div></div>')
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls._tmp = tempfile.TemporaryDirectory()
+        cls.tmp = Path(cls._tmp.name)
+        cls.driver = check._start_browser(cls.tmp / "chromedriver.log")
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.driver.quit()
+        cls._tmp.cleanup()
+
+    def _problems(self, body: str) -> list[str]:
+        site = Site(Path(tempfile.mkdtemp(dir=self.tmp)))
+        site.svg("fig.svg", '<text x="1" y="20">a label</text>', width=600)
+        for name in ("book-figures.js", "book.css"):
+            (site.dir / name).write_text((ROOT / "docs" / name).read_text(encoding="utf-8"),
+                                         encoding="utf-8")
+        page = site.page("lab_01.html", body)
+        self.driver.set_window_size(1400, 900)
+        self.driver.get((site.dir / page).as_uri())
+        return check._viewer_problems(self.driver)
+
+    def test_the_books_viewer_passes(self):
+        # The page's own link is made by the script, as in the book.
+        body = ('<link rel="stylesheet" href="book.css"><script src="book-figures.js"></script>'
+                '<div class="contents"><div class="image"><object type="image/svg+xml" '
+                'data="fig.svg" style="pointer-events: none; width: 600px"></object>'
+                '<div class="caption">Figure 1.1. A planted figure.</div></div></div>')
+        self.assertEqual(self._problems(body), [])
+
+    def test_a_figure_that_is_only_a_link_is_reported(self):
+        problems = self._problems(self.FIGURE)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("did not open the figure viewer", problems[0])
