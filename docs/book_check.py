@@ -26,8 +26,9 @@ the browser check adds Debian's Selenium.
 - browser_check: Debian's chromium, headless and offline, driven by Debian's Selenium
   (python3-selenium) through chromedriver (chromium-driver). Opens each page from disk, waits
   for MathJax, asserts the formulas rendered (no raw TeX left, no MathJax errors), every diagram
-  and picture loaded as SVG and opens full size on click, and the console stayed clean with no
-  request leaving the machine;
+  and picture loaded as SVG and is a link to itself, and the console stayed clean with no
+  request leaving the machine; on the first page with a figure, a click opens the figure viewer
+  (VIEWER below: larger than the page shows it, with its caption; Escape closes it);
   then, at 1400, 1920, 1200, 1000 and 900 px (WIDTHS), the layout check (LAYOUT below: nothing
   wider than the content column or cut off inside it, no Markdown left unrendered, no numbered
   list restarting; the formulas laid out again at each width, as a reader's resized window has
