@@ -271,6 +271,7 @@ TABLE_ROW = re.compile(r"\s*\|.*\|\s*")
 
 # A control character in a source (other than tab): a script's "\f$" written without a raw
 # string becomes a form feed followed by "$", and the reader sees "$R = 8$" as plain text.
+REF_SPLIT = re.compile(r'\\(?:ref|subpage)\s+[\w.-]+\s+"[^"]*$')
 CONTROL_CHAR = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -278,7 +279,8 @@ def source_check(paths: list[Path], root: Path | None = None) -> list[str]:
     """An `<!-- instructor -->` block (or a `<!-- student` comment) that holds table rows: the
     comment line ends the Markdown table, so the book prints the rows after it as literal
     `| ... |` text and the student release loses them. Put the instructor's row in a sentence
-    after the table instead. And a control character (CONTROL_CHAR) anywhere in a source."""
+    after the table instead. A \\ref whose quoted text runs onto the next line (REF_SPLIT).
+    And a control character (CONTROL_CHAR) anywhere in a source."""
     problems: list[str] = []
     for path in paths:
         text = path.read_text(encoding="utf-8")
@@ -289,6 +291,10 @@ def source_check(paths: list[Path], root: Path | None = None) -> list[str]:
                 problems.append(f"{name}:{i + 1}: control character {bad.group()!r} (a \\f written "
                                 f"as an escape? Doxygen's \\f$ must reach the file as backslash, f)")
         lines = text.splitlines()
+        for i, line in enumerate(lines):
+            if REF_SPLIT.search(line):
+                problems.append(f"{name}:{i + 1}: a \\ref whose quoted text goes on on the next "
+                                f"line (Doxygen prints the rest as text): keep it on one line")
         for i, line in enumerate(lines):
             if not MARKER_LINE.fullmatch(line):
                 continue
@@ -360,6 +366,11 @@ SNIPPET_MARKER = re.compile(r"(?<![\w\])])\[[A-Za-z_][A-Za-z0-9_.-]+\]")
 LITERAL_TAG = re.compile(r"</?(?:tt|code|b|i|em|strong|span|div|br|p|a|sub|sup|details|summary)"
                          r"\b[^<>]*>")
 # A commit hash: 7 to 40 lowercase hex digits with both a digit and a letter, standing alone.
+# A Doxygen command printed as text: \ref whose quoted text ran onto the next line (Doxygen then
+# reads only the first line's part and prints the rest raw), or a command Doxygen did not know.
+# The prose has no backslashes of its own (formulas and code are not reader text here).
+DOXYGEN_COMMAND = re.compile(r"\\(?:ref|subpage|f[$\[\]]|htmlonly|endhtmlonly|if|endif|else|"
+                             r"note|warning|see|anchor|image|dot|enddot)\b")
 COMMIT_HASH = re.compile(r"(?<![\w.#/-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])")
 
 
@@ -374,8 +385,8 @@ def reader_text(path: Path) -> list[str]:
 
 def reader_text_check(html_dir: Path, pages: list[str]) -> list[str]:
     """Text meant for the Markdown parser or for the project, shown to the reader: literal table
-    syntax (a table that did not render), snippet markers, commit hashes, HTML tags printed as
-    text."""
+    syntax (a table that did not render), snippet markers, commit hashes, HTML tags or Doxygen
+    commands printed as text."""
     problems: list[str] = []
     for file in pages:
         for line in reader_text(html_dir / file):
@@ -390,6 +401,9 @@ def reader_text_check(html_dir: Path, pages: list[str]) -> list[str]:
                                 f"heading? headings take plain words): \"{short}\"")
             for m in COMMIT_HASH.finditer(line):
                 problems.append(f"{file}: a commit hash ({m.group(0)}) in the text: \"{short}\"")
+            for m in DOXYGEN_COMMAND.finditer(line):
+                problems.append(f"{file}: Doxygen command {m.group(0)} printed as text (a \\ref "
+                                f"whose quoted text runs onto the next line?): \"{short}\"")
     return problems
 
 

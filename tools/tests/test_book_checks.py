@@ -103,6 +103,24 @@ class BookChecksTest(unittest.TestCase):
         self.assertEqual(len(problems), 2, problems)
         self.assertTrue(all("printed as text" in p for p in problems), problems)
 
+    def test_a_doxygen_command_printed_as_text_is_reported(self):
+        # What Doxygen printed of a \\ref whose quoted text ran onto the next line.
+        self.site.page("lab_05_gpu.html", '<p>(<a href="x.html">lab 07,</a>wmma"); and '
+                                          '(\\ref lab_07_pipeline "lab 07, the pipeline").</p>'
+                                          '<p>A path C:\\temp and <code>\\ref x</code>.</p>')
+        problems = check.reader_text_check(self.site.dir, self.site.pages)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("Doxygen command \\ref printed as text", problems[0])
+
+    def test_a_ref_split_across_lines_in_a_source_is_reported(self):
+        md = self.tmp / "README.md"
+        md.write_text('at once (\\ref lab_07_wmma "lab 07,\nwmma"); and '
+                      '(\\ref lab_07_pipeline "lab 07, the pipeline").\n'
+                      '\\ref lab_07_wmma\n', encoding="utf-8")
+        problems = check.source_check([md], self.tmp)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("README.md:1:", problems[0])
+
     def test_numbers_and_words_are_not_hashes(self):
         self.site.page("lab_05.html", "<p>33554432 bytes, 1234567 tokens, a facade, "
                                       "0x7f3a2b1c, sha256 and e5m2 at 2026-11-22.</p>")
