@@ -320,6 +320,15 @@ var BookNav = {
     });
   },
 
+  /*
+   * A page's contents longer than the window (lab 05's notes list twelve stumbles) show the
+   * subsections of the section being read only; the others fold to their headings (book.css).
+   */
+  foldLongToc: function () {
+    var toc = document.querySelector("div.contents > div.toc");
+    if (toc && toc.querySelectorAll("li.level2").length > 10) toc.classList.add("book-toc-folded");
+  },
+
   init: function () {
     // The interactive contents count a section as the one being read once its heading is this
     // close to the top of the window. The theme's 38 px (72 px before) named the section above
@@ -348,6 +357,7 @@ var BookNav = {
       BookNav.breadcrumb();
       BookNav.openChapters(0);
       BookNav.printFolds();
+      BookNav.foldLongToc();
     }
     if (document.readyState === "loading") {
       document.addEventListener("DOMContentLoaded", run);
