@@ -371,6 +371,8 @@ LITERAL_TAG = re.compile(r"</?(?:tt|code|b|i|em|strong|span|div|br|p|a|sub|sup|d
 # The prose has no backslashes of its own (formulas and code are not reader text here).
 DOXYGEN_COMMAND = re.compile(r"\\(?:ref|subpage|f[$\[\]]|htmlonly|endhtmlonly|if|endif|else|"
                              r"note|warning|see|anchor|image|dot|enddot)\b")
+# What Doxygen prints for \ref to an \anchor with no text of its own: the id, as the link.
+ID_AS_LINK_TEXT = re.compile(r'<a class="el" href="[^"#]*#([\w-]+)">\1</a>')
 COMMIT_HASH = re.compile(r"(?<![\w.#/-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])")
 
 
@@ -389,6 +391,10 @@ def reader_text_check(html_dir: Path, pages: list[str]) -> list[str]:
     commands printed as text."""
     problems: list[str] = []
     for file in pages:
+        page = (html_dir / file).read_text(encoding="utf-8", errors="replace")
+        for m in ID_AS_LINK_TEXT.finditer(page):
+            problems.append(f"{file}: a link whose text is its anchor's id ({m.group(1)}): give "
+                            f"the \\ref a text in quotes, or the \\anchor's section a title")
         for line in reader_text(html_dir / file):
             short = line if len(line) <= 90 else line[:89] + "…"
             if LITERAL_TABLE.search(line):

@@ -78,6 +78,9 @@ TITLE_TRAILING_SPACE = re.compile(r'(<div class="title">[^<]*?) +(</div>)')
 # `lab05_bench` on the next line. An opening bracket before such code and the punctuation after it
 # stay on its line.
 CODE_WITH_PUNCTUATION = re.compile(r'(\(?)(<code class="book-nowrap">[^<]*</code>)([)\],;:.]*)')
+# The same for an inline formula (still TeX between \( and \) here; MathJax typesets it in the
+# browser): "10^{-12}" at a line's end and its comma alone at the next line's start.
+MATH_WITH_PUNCTUATION = re.compile(r'(\(?)(\\\((?:[^<>"\\]|\\(?!\)))*\\\))([)\],;:.]+)')
 # A table cell, and an ISO date in its text: a browser may break "2026-11-22" after a hyphen in a
 # narrow column heading; the date gets a span of class book-date (white-space: nowrap).
 TABLE_CELL = re.compile(r"(<t[hd]\b[^>]*>)(.*?)(</t[hd]>)", re.DOTALL)
@@ -412,6 +415,7 @@ def tidy(text: str) -> str:
     text = PART2_HEADING.sub(r"\1", text)
     text = TITLE_TRAILING_SPACE.sub(r"\1\2", text)
     text = TABLE_CELL.sub(_unbroken_dates, text)
+    text = MATH_WITH_PUNCTUATION.sub(_keep_together, text)
     return CODE_WITH_PUNCTUATION.sub(_keep_together, text)
 
 

@@ -112,6 +112,15 @@ class BookChecksTest(unittest.TestCase):
         self.assertEqual(len(problems), 1, problems)
         self.assertIn("Doxygen command \\ref printed as text", problems[0])
 
+    def test_a_link_that_shows_its_anchor_id_is_reported(self):
+        self.site.page("glossary.html", '<p>(see <a class="el" href="conventions.html#'
+                                        'conventions_poison">conventions_poison</a>) and '
+                                        '<a class="el" href="conventions.html#conventions_poison">'
+                                        'Poisoned padding</a></p>')
+        problems = check.reader_text_check(self.site.dir, self.site.pages)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("its anchor's id (conventions_poison)", problems[0])
+
     def test_a_ref_split_across_lines_in_a_source_is_reported(self):
         md = self.tmp / "README.md"
         md.write_text('at once (\\ref lab_07_wmma "lab 07,\nwmma"); and '
@@ -285,7 +294,13 @@ class TidyHtmlTest(unittest.TestCase):
         self.tidy = _load_tidy().tidy
 
     def test_no_space_between_a_bracket_and_a_formula(self):
-        self.assertEqual(self.tidy("block size ( \\(B\\))"), "block size (\\(B\\))")
+        self.assertEqual(self.tidy("block size ( \\(B\\))"),
+                         'block size <span class="book-nowrap">(\\(B\\))</span>')
+
+    def test_a_formula_keeps_its_punctuation_on_its_line(self):
+        out = self.tidy("to \\(10^{-12}\\), and \\(m\\) alone, or \\(a &lt; b\\).")
+        self.assertIn('<span class="book-nowrap">\\(10^{-12}\\),</span> and \\(m\\) alone', out)
+        self.assertIn('<span class="book-nowrap">\\(a &lt; b\\).</span>', out)
 
     def test_one_word_code_does_not_break_and_keeps_its_punctuation(self):
         out = self.tidy("read (<code>lab05_bench</code>; and <code>-fsanitize=address</code>")
