@@ -591,7 +591,7 @@ class TestTableCaptionTest(unittest.TestCase):
     def test_a_long_listing_of_a_bench_page_folds_behind_its_summary_line_for_line(self):
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
-            body = ["  // TODO 1: a", "  // TODO 2: b"] + ["  x;"] * 40
+            body = ["  // TODO 1: a", "  // TODO 2: b"] + ["  x;"] * 50
             (root / "starter.cpp").write_text("\n".join(["/// [long]"] + body + ["/// [long]",
                                                          "/// [short]", "x;", "/// [short]"]))
             lines = ["Text.\n", "\\snippet starter.cpp long\n", "\\snippet starter.cpp short\n",
@@ -600,7 +600,7 @@ class TestTableCaptionTest(unittest.TestCase):
         self.assertEqual(len(out), len(lines))
         self.assertEqual(out[0], "Text.\n")
         self.assertEqual(out[1], '<details class="book-listing"><summary>starter.cpp — '
-                                 '<code>long</code>, 42 lines with TODOs 1–2</summary>\\ilinebr '
+                                 '<code>long</code>, 52 lines with TODOs 1–2</summary>\\ilinebr '
                                  '\\snippet starter.cpp long \\ilinebr </details>\n')
         self.assertEqual(out[2], lines[2])  # short: stays open
         self.assertEqual(out[3], lines[3])  # past the bench page's end: left alone
