@@ -386,6 +386,14 @@ def print_summary(lab: Lab, runs: list[dict], gpu: str | None = None) -> list[tu
     for what, figure, met in lines:
         flag = "" if met is None else ("  [target met]" if met else "  [target NOT met]")
         print(f"  {what}: {figure}{flag}")
+    missed = [what for what, _, met in lines if met is False]
+    # The CPU labs' speed targets are what the design aims for; the reference misses them on a
+    # small shared machine (the chapters' Measured sections give its figures). The cascade's row
+    # count is no speed: any correct code meets it.
+    if lab.number not in H100_TARGETS and missed and not any(w.startswith("cascade") for w in missed):
+        print("  (A CPU target is the design's aim on a machine with bandwidth to spare. On the book's\n"
+              "   shared two-core VM the reference solution misses it too: its figures are in the\n"
+              "   chapter's Measured section. Whether your code is right is for the tests to say.)")
     return lines
 
 
