@@ -404,7 +404,8 @@ YARDSTICK_DASHES = {"BM_BaselineRead": "2", "BM_BaselineCopy": "(12,4,2,4)",
 
 def plot(lab: Lab, runs: list[dict], svg: Path, where: str) -> bool:
     """One SVG: GB/s against tokens (log scale), a line per series, the baselines dashed, the
-    legend below the plot so that the curves get the figure's whole width. Only sweeps over
+    legend below the plot so that the curves get the figure's whole width, padded (`height`) so
+    that its first row keeps clear of the x axis's title. Only sweeps over
     context length are drawn: lab 03's cascade batches are two unrelated shapes whose GB/s count
     different rows, so the summary compares their times instead."""
     t = by_series(runs)
@@ -446,7 +447,7 @@ set logscale x 2
 set xtics ({xtics})
 set xrange [{tokens[0] / 1.08}:{tokens[-1] * 1.08}]
 set grid
-set key below horizontal maxcols 3 width 2 noenhanced
+set key below horizontal maxcols 3 width 2 height 1.5 noenhanced
 set yrange [0:*]
 plot {', '.join(plots)}
 """
