@@ -81,15 +81,15 @@ struct KvTile {
                               const int* table, int partition_start, int tile_start, int end,
                               int kv_head_idx, std::int64_t kv_block_stride,
                               int kv_token_stride) {
-    // TODO 3a. Goal: this thread's share of the tile's copies: the chunks the comment above gives
-    //          it, of tokens tile_start .. tile_start + kTileTokens - 1 of kv head kv_head_idx,
-    //          from cache [blocks, BLOCK_SIZE, kv_heads, HEAD_SIZE] (kv_block_stride elements
-    //          per block, kv_token_stride per row, int64) through the partition's block table
-    //          `table` [its blocks], into the same row and chunk of `stage` [kTileTokens, ld],
-    //          with __pipeline_memcpy_async. Invariants: a token at or past `end` becomes a row
-    //          of zeros and nothing of it is read, and every address given is one of the
-    //          partition's own blocks, which exist (§ The pipeline: asynchronous copies
-    //          into a ring). Stuck? tools/lab hint 07 kv_tile
+    // TODO. Goal: this thread's share of the tile's copies: the chunks the comment above gives
+    //         it, of tokens tile_start .. tile_start + kTileTokens - 1 of kv head kv_head_idx,
+    //         from cache [blocks, BLOCK_SIZE, kv_heads, HEAD_SIZE] (kv_block_stride elements
+    //         per block, kv_token_stride per row, int64) through the partition's block table
+    //         `table` [its blocks], into the same row and chunk of `stage` [kTileTokens, ld],
+    //         with __pipeline_memcpy_async. Invariants: a token at or past `end` becomes a row
+    //         of zeros and nothing of it is read, and every address given is one of the
+    //         partition's own blocks, which exist (§ The pipeline: asynchronous copies
+    //         into a ring). Stuck? tools/lab hint 07 kv_tile
   }
 };
 /// [kv_tile]

@@ -369,8 +369,9 @@ def first_to_fix(tests: list, table: dict[str, Row], kind_of: Callable | None = 
 # "simt: race in <kernel>, ..." / "simt: out of bounds in <kernel>, ...": the emulator watched the
 # kernel's loads and stores (common/simt/README.md, "The memory checker").
 CHECKER_FINDING = re.compile(r"\bsimt: (race|out of bounds) in ")
-# A step of the student's file: "// TODO 3. For each tile ..." (starters) or "// ---- Step 3a: ..."
-STEP = re.compile(r"^\s*//\s*(TODO \d+\.|-{4} Step [^:]*:)\s*(.*?)[\s-]*$")
+# A step of the student's file: "// TODO 3. For each tile ...", "// TODO. Goal: ..." (a function with
+# one step) (starters) or "// ---- Step 3a: ..."
+STEP = re.compile(r"^\s*//\s*(TODO(?: \d+[a-z]?)?\.|-{4} Step [^:]*:)\s*(.*?)[\s-]*$")
 CHECKER_NOTE = ("A kernel with a race or an out-of-bounds access cannot have full marks, even where "
                 "its answers come out right: on a GPU it fails some runs and not others.")
 
