@@ -221,7 +221,8 @@ LINE_BREAK = "\\ilinebr "
 
 
 def short_title(title: str) -> str:
-    """A chapter's title up to its colon, as the sidebar shows it (docs/CMakeLists.txt)."""
+    """A chapter's title up to its colon, as the sidebar shows it where docs/CMakeLists.txt
+    gives it no shorter one (pa_nav_title_NN)."""
     return title.split(":", 1)[0].strip()
 
 
