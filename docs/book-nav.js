@@ -305,14 +305,16 @@ var BookNav = {
   },
 
   /**
-   * On paper a fold could not be opened, so printing opens every test table's hint and every
-   * long listing of a bench page, and folds back afterwards those the reader had not opened
+   * On paper a fold could not be opened, so printing opens every test table's hint, every long
+   * listing of a bench page and every folded aside of a chapter, and folds back afterwards those
+   * the reader had not opened
    * (book.css hides a hint's "Hint" line in print and labels the text instead).
    */
   printFolds: function () {
     var opened = [];
     window.addEventListener("beforeprint", function () {
-      var folds = document.querySelectorAll("details.book-hint:not([open]), details.book-listing:not([open])");
+      var folds = document.querySelectorAll(
+        "details.book-hint:not([open]), details.book-listing:not([open]), details.book-fold:not([open])");
       for (var i = 0; i < folds.length; ++i) { folds[i].open = true; opened.push(folds[i]); }
     });
     window.addEventListener("afterprint", function () {
