@@ -267,11 +267,16 @@ def loop() -> Figure:
             f.text(635 + 72 * j, y + row_h / 2, h, size=SIZE_SMALL, anchor="middle")
         y += row_h
         if i in BARRIERS:
-            f.line(10, y + bar_h / 2, 810, y + bar_h / 2, stroke="#c0392b", sw=1.6, dash="7 4")
+            # The dashed line in two pieces, one dash before the label and the rest after it,
+            # whole dashes of 7 with gaps of 4 ending at or before 810: no stub of a dash that
+            # would read as a stray dot.
             label = f"__syncthreads() {BARRIERS[i]}"
-            f.rect(20, y + 2, text_width(label, SIZE_SMALL, mono=True) + 12, bar_h - 4,
-                   fill="#ffffff", stroke=None)
-            f.text(25, y + bar_h / 2, label, size=SIZE_SMALL, fill="#c0392b", mono=True)
+            mid = y + bar_h / 2
+            f.line(10, mid, 17, mid, stroke="#c0392b", sw=1.6)
+            f.text(25, mid, label, size=SIZE_SMALL, fill="#c0392b", mono=True)
+            start = 25 + text_width(label, SIZE_SMALL, mono=True) + 10
+            end = start + ((810 - start + 4) // 11) * 11 - 4
+            f.line(start, mid, end, mid, stroke="#c0392b", sw=1.6, dash="7 4")
             y += bar_h
     # The legend: every colour of the picture in words, the barrier line drawn as above.
     y += 18
