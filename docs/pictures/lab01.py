@@ -1,5 +1,6 @@
 """Lab 01's pictures (labs/01-paged-gather/README.md)."""
-from svgfig import FREE, INK, MUTED, POISON, RULE, SIZE_SMALL, SIZE_TITLE, Figure, hue
+from svgfig import (FREE, INK, MUTED, POISON, RULE, SIZE, SIZE_LARGE, SIZE_SMALL, SIZE_TITLE,
+                    Figure, hue)
 
 BLOCK_SIZE = 4
 SEQ_LEN = 10
@@ -17,7 +18,7 @@ def slots() -> Figure:
     tx, tw = 190, 44
     f.text(10, 57, "logical tokens", size=SIZE_TITLE, weight="bold")
     toks = f.grid(tx, 40, 1, SEQ_LEN, tw, 34,
-                  lambda r, c: (str(c), hue(c // BLOCK_SIZE)), size=SIZE_SMALL,
+                  lambda r, c: (str(c), hue(c // BLOCK_SIZE)), size=SIZE_LARGE,
                   col_labels=None)
     f.text(tx + SEQ_LEN * tw + 10, 57, "t", size=SIZE_SMALL, fill=MUTED, italic=True)
 
@@ -29,13 +30,13 @@ def slots() -> Figure:
         cx = (toks.left(first) + toks.right(last)) / 2
         centres.append(cx)
         f.box(cx - 45, 120, 90, 28, f"[{j}] = {block}", fill=hue(j).fill, stroke=hue(j).ink,
-              rx=0, mono=True, size=SIZE_SMALL)
+              rx=0, mono=True, size=SIZE_LARGE)
         f.arrow(cx, toks.bottom(0), cx, 119, color=hue(j).ink)
 
     # The pool: NUM_BLOCKS blocks of BLOCK_SIZE rows, drawn left to right, every row the same
     # width (one scale for the whole pool); a block of this sequence is named "block N", the
     # others, which hold nothing of it, by their number alone.
-    px, wide, narrow, ph, py = 26, 16, 16, 28, 206
+    px, wide, narrow, ph, py = 26, 16, 16, 32, 206
     f.text(10, 186, "the pool", size=SIZE_TITLE, weight="bold")
     holder = {}
     for t in range(SEQ_LEN):
@@ -56,16 +57,16 @@ def slots() -> Figure:
         f.rect(lefts[c], py, w, ph, fill=colour.fill if hasattr(colour, "fill") else colour,
                stroke="#ffffff", sw=1.5)
         if label:
-            f.text(lefts[c] + w / 2, py + ph / 2, label, size=SIZE_SMALL, anchor="middle",
-                   mono=True)
+            f.text(lefts[c] + w / 2, py + ph / 2, label, size=SIZE_LARGE, anchor="middle",
+                   mono=True)  # the row's token, as large as in the sequence above
     end_x = lefts[-1]
     f.rect(px, py, end_x - px, ph, stroke=RULE, sw=1)
     for b in range(NUM_BLOCKS):
         x0, x1 = lefts[b * BLOCK_SIZE], lefts[(b + 1) * BLOCK_SIZE]
-        f.line(x0, 202, x0, 238, stroke=INK, sw=1)
-        f.text((x0 + x1) / 2, 250, f"block {b}" if b in BLOCK_TABLE else str(b), size=SIZE_SMALL,
-               anchor="middle", fill=MUTED)
-    f.line(end_x, 202, end_x, 238, stroke=INK, sw=1)
+        f.line(x0, py - 4, x0, py + ph + 4, stroke=INK, sw=1)
+        f.text((x0 + x1) / 2, py + ph + 18, f"block {b}" if b in BLOCK_TABLE else str(b),
+               size=SIZE, anchor="middle", fill=INK if b in BLOCK_TABLE else MUTED)
+    f.line(end_x, py - 4, end_x, py + ph + 4, stroke=INK, sw=1)
     for j, block in enumerate(BLOCK_TABLE):
         target = (lefts[block * BLOCK_SIZE] + lefts[(block + 1) * BLOCK_SIZE]) / 2
         f.arrow(centres[j], 148, target, 205, color=hue(j).ink)
@@ -76,11 +77,11 @@ def slots() -> Figure:
     slot = BLOCK_TABLE[j] * BLOCK_SIZE + o
     f.rect(toks.left(t), toks.top(0), tw, 34, stroke=INK, sw=2.5)
     f.rect(lefts[slot], py, lefts[slot + 1] - lefts[slot], ph, stroke=INK, sw=2.5)
-    f.text(10, 284, f"token {t}: logical block ⌊{t} / {BLOCK_SIZE}⌋ = {j}, "
+    f.text(10, py + ph + 54, f"token {t}: logical block ⌊{t} / {BLOCK_SIZE}⌋ = {j}, "
            f"block_table[{j}] = {BLOCK_TABLE[j]}, offset {t} mod {BLOCK_SIZE} = {o} → "
            f"slot {BLOCK_TABLE[j]} · {BLOCK_SIZE} + {o} = {slot}", size=SIZE_SMALL, mono=True)
     # Which rows a block is, and what the unused rows (×) hold: the caption under the figure.
-    f.height = 302
+    f.height = py + ph + 72
     return f
 
 

@@ -96,12 +96,13 @@ EXAMPLE_SLOT = 9
 
 
 def pool_views() -> Figure:
-    f = Figure(820, 356, "The flat view and the block view of one pool",
+    f = Figure(820, 432, "The flat view and the block view of one pool",
                "The same 96 numbers seen as [num_slots, H_kv * d] and as "
                "[num_blocks, block_size, H_kv, d]; slot 9 is row 1 of block 2 in both.")
     width = H_KV * D
-    cw, ch = 28, 17
-    fx, fy = 86, 58
+    label = SIZE_TITLE  # the labels of both views, a step over SIZE: the rows are read by them
+    cw, ch = 34, 22
+    fx, fy = 72, 70
     f.text(10, 14, "flat view: [num_slots = 16, H_kv · d = 6]", size=SIZE, weight="bold",
            mono=True)
     eb, eo = EXAMPLE_SLOT // BLOCK_SIZE, EXAMPLE_SLOT % BLOCK_SIZE
@@ -111,25 +112,27 @@ def pool_views() -> Figure:
     col_labels = [f"{h}·{d}" for h in range(H_KV) for d in range(D)]
     g = f.grid(fx, fy, NUM_BLOCKS * BLOCK_SIZE, width, cw, ch, flat,
                row_labels=[f"slot {r}" for r in range(NUM_BLOCKS * BLOCK_SIZE)],
-               col_labels=col_labels, label_size=SIZE_SMALL)
-    f.text(fx + g.width / 2, 34, "column (h_{kv}, δ) = kv head h_{kv}, dim δ", size=SIZE_SMALL, anchor="middle",
-           fill=MUTED)
+               col_labels=col_labels, label_size=label)
+    f.text(fx + g.width / 2, 36, "column (h_{kv}, δ) = kv head h_{kv}, dim δ", size=label,
+           anchor="middle", fill=MUTED)
     f.line(g.left(D), g.top(0), g.left(D), g.bottom(g.rows - 1), stroke=INK, sw=1.5)
     f.rect(fx, g.top(EXAMPLE_SLOT), g.width, ch, stroke=INK, sw=2.5)
     for b in range(NUM_BLOCKS):
         f.vbrace(g.right(width - 1) + 4, g.top(b * BLOCK_SIZE) + 1,
-                 g.bottom(b * BLOCK_SIZE + BLOCK_SIZE - 1) - 1, f"block {b}")
+                 g.bottom(b * BLOCK_SIZE + BLOCK_SIZE - 1) - 1, f"block {b}", size=label)
 
-    # The block view: four tiles, [block_size, H_kv, D] each.
-    bx, by = 420, 58
-    f.text(bx - 20, 14, "block view: [4 blocks, 4 rows, H_kv = 2, d = 3]",
-           size=SIZE, weight="bold", mono=True)
+    # The block view: four tiles, [block_size, H_kv, D] each, two to a row; each row of tiles
+    # level with the first of its blocks in the flat view, so slot 9 and row 1 of block 2 line up.
     tw = 24  # a cell of the block view: no column labels to hold, so narrower than the flat view's
     tile_w = width * tw + 14
+    gap = 48
+    bx = 810 - 2 * tile_w - gap
+    f.text(400, 14, "block view: [4 blocks, 4 rows, H_kv = 2, d = 3]",
+           size=SIZE, weight="bold", mono=True)
     for b in range(NUM_BLOCKS):
-        tx = bx + (b % 2) * (tile_w + 50)
-        ty = by + (b // 2) * 120
-        f.text(tx + tile_w / 2, ty - 10, f"[{b}]  physical block {b}", size=SIZE_SMALL,
+        tx = bx + (b % 2) * (tile_w + gap)
+        ty = g.top((b // 2) * 2 * BLOCK_SIZE)
+        f.text(tx + tile_w / 2, ty - 12, f"[{b}]  physical block {b}", size=label,
                anchor="middle", fill=hue(b).ink, weight="bold")
         for o in range(BLOCK_SIZE):
             for h in range(H_KV):
@@ -137,16 +140,17 @@ def pool_views() -> Figure:
                     x = tx + h * (D * tw + 14) + d * tw
                     y = ty + o * ch
                     f.rect(x, y, tw, ch, fill=hue(b).fill, stroke="#ffffff", sw=1.5)
-            f.text(tx - 6, ty + (o + 0.5) * ch, f"[{o}]", size=SIZE_SMALL, anchor="end", fill=MUTED)
+            f.text(tx - 6, ty + (o + 0.5) * ch, f"[{o}]", size=label, anchor="end", fill=MUTED)
         for h in range(H_KV):
-            f.text(tx + h * (D * tw + 14) + D * tw / 2, ty + BLOCK_SIZE * ch + 10, f"head {h}",
-                   size=SIZE_SMALL, anchor="middle", fill=MUTED)
+            f.text(tx + h * (D * tw + 14) + D * tw / 2, ty + BLOCK_SIZE * ch + 12, f"head {h}",
+                   size=label, anchor="middle", fill=MUTED)
         if b == eb:
             f.rect(tx, ty + eo * ch, tile_w, ch, stroke=INK, sw=2.5)
             ex, ey = tx, ty + (eo + 0.5) * ch
-    f.arrow(g.right(width - 1) + 60, g.cy(EXAMPLE_SLOT), ex - 26, ey, color=INK, bend=1)
+    assert ey == g.cy(EXAMPLE_SLOT)  # the two rows are level: the arrow between them is straight
+    f.arrow(g.right(width - 1) + 80, g.cy(EXAMPLE_SLOT), ex - 34, ey, color=INK)
     # The offset of slot 9's elements, and what a slot number does to the block view: the text.
-    f.height = 344
+    f.height = g.bottom(g.rows - 1) + 8
     return f
 
 

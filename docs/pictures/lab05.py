@@ -2,8 +2,8 @@
 to data, the kernel as a timeline of its barriers and shared memory, the XOR butterflies, and
 the H100 measurements (docs/figures/gpu/)."""
 import h100
-from svgfig import (FREE, INK, MUTED, NOTE_SIZE, PAPER, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
-                    WARPS, Figure, Hue, hue, mix, text_width)
+from svgfig import (FREE, INK, MUTED, NOTE_SIZE, PAPER, RULE, SIZE, SIZE_LARGE, SIZE_SMALL,
+                    SIZE_TITLE, STATE, WARPS, Figure, Hue, hue, mix, text_width)
 
 # The case every picture draws: float16, block_size 16, head_size 128.
 WARP_SIZE, NUM_THREADS = 32, 128
@@ -283,36 +283,40 @@ def timeline() -> Figure:
 
 
 # ---- the XOR butterflies --------------------------------------------------------------------------
-# Two figures, one configuration each, all text at NOTE_SIZE: the group's butterfly (block size 8,
+# Two figures, one configuration each, the labels at NOTE_SIZE and the group's lane values at
+# SIZE_LARGE, so that Σ_{ℓ}'s index reads at SIZE_SMALL: the group's butterfly (block size 8,
 # float32, TG = 4) and the warp's (block size 16, TG = 2), which the chapter shows one after the
 # other.
 
 def group_butterfly() -> Figure:
-    f = Figure(400, 186, "XOR butterfly inside a thread group",
+    f = Figure(420, 210, "XOR butterfly inside a thread group",
                "Block size 8, float32, so TG = 4: the four threads of a group add their partial "
                "dot products Σ₀ … Σ₃ in two shuffles, masks 2 then 1, and each ends with q·k.")
     f.text(10, 14, "Inside a thread group: TG = 4", size=SIZE_TITLE, weight="bold")
     lanes = 4
-    xs = [50 + 66 * l for l in range(lanes)]
-    ys = [56, 114, 172]
-    sub = "₀₁₂₃"  # lane ℓ's partial dot product Σℓ, over its own vecs
-    values = [[f"Σ{sub[l]}" for l in range(lanes)],
-              [f"Σ{sub[l]}+Σ{sub[l ^ 2]}" if l < 2 else f"Σ{sub[l ^ 2]}+Σ{sub[l]}"
-               for l in range(lanes)],
+    xs = [50 + 84 * l for l in range(lanes)]
+    ys = [60, 124, 188]
+    bw, bh = 72, 32  # a lane's box: its value at SIZE_LARGE, the lane index lowered at SIZE_SMALL
+
+    def s(l: int) -> str:  # lane ℓ's partial dot product Σ_ℓ, over its own vecs
+        return f"Σ_{{{l}}}"
+    values = [[s(l) for l in range(lanes)],
+              [f"{s(l)}+{s(l ^ 2)}" if l < 2 else f"{s(l ^ 2)}+{s(l)}" for l in range(lanes)],
               ["q·k" for _ in range(lanes)]]
     for step, mask in enumerate([2, 1]):
         for l in range(lanes):
-            f.line(xs[l ^ mask], ys[step] + 14, xs[l], ys[step + 1] - 14, stroke=hue(step).ink,
-                   sw=1.2, arrow=True)
-            f.line(xs[l], ys[step] + 14, xs[l], ys[step + 1] - 14, stroke=RULE, sw=1)
-        f.text(xs[-1] + 38, (ys[step] + ys[step + 1]) / 2, f"mask {mask}", size=NOTE_SIZE,
-               fill=hue(step).ink, weight="bold")
+            f.line(xs[l ^ mask], ys[step] + bh / 2, xs[l], ys[step + 1] - bh / 2,
+                   stroke=hue(step).ink, sw=1.2, arrow=True)
+            f.line(xs[l], ys[step] + bh / 2, xs[l], ys[step + 1] - bh / 2, stroke=RULE, sw=1)
+        f.text(xs[-1] + bw / 2 + 12, (ys[step] + ys[step + 1]) / 2, f"mask {mask}",
+               size=SIZE_TITLE, fill=hue(step).ink, weight="bold")
     for row, y in enumerate(ys):
         for l in range(lanes):
-            f.box(xs[l] - 29, y - 14, 58, 28, values[row][l], fill=STATE.fill if row == 2 else
-                  "#ffffff", stroke=INK, size=NOTE_SIZE, mono=True)
+            f.box(xs[l] - bw / 2, y - bh / 2, bw, bh, values[row][l],
+                  fill=STATE.fill if row == 2 else "#ffffff", stroke=INK, size=SIZE_LARGE,
+                  mono=True)
     for l in range(lanes):
-        f.text(xs[l], 32, f"lane {l}", size=NOTE_SIZE, anchor="middle", fill=MUTED)
+        f.text(xs[l], 32, f"lane {l}", size=SIZE, anchor="middle", fill=MUTED)
     # What one shuffle does and why no barrier is needed: the caption under the figure. The
     # picture is as narrow as its lattice, so it shows at its own size in every column.
     return f

@@ -5,7 +5,7 @@ of cp.async groups and the waits that land a tile, the fused merge's last-block 
 H100 figures the kernel is measured against (docs/figures/gpu/)."""
 import h100
 from svgfig import (FREE, INK, MUTED, PAPER, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
-                    WARPS, Figure, hue, mix, text_width)
+                    WARPS, Figure, hue, mix, text_extent, text_width)
 
 # The example most pictures draw: 32 query heads over 4 kv heads (a group of 8), head_size 128,
 # float16, tiles of 64 tokens, four warps (labs/07-cuda-gqa-decode/gqa_decode.hpp).
@@ -171,7 +171,7 @@ def tiles() -> Figure:
             size=SIZE_SMALL, anchor="start", fill=MUTED)
     f.text(qg.x + qg.width + 14, y + hh, "·", size=22, anchor="middle")
     kx = qg.x + qg.width + 30
-    kg = _tile(f, kx, y, qk_steps, NUM_WARPS, 44, 20, "Kᵀ (key tile, col_major)",
+    kg = _tile(f, kx, y, qk_steps, NUM_WARPS, 44, 20, "K^{T} (key tile, col_major)",
                f"[{HEAD_SIZE}, 64 tokens] 16-bit", lambda r, c: c, lambda r, c: f"a{r}")
     for w in range(NUM_WARPS):
         f.text(kg.cx(w), kg.y + kg.height + 10, f"t{16 * w}+", size=SIZE_SMALL,
@@ -227,7 +227,7 @@ def tiles() -> Figure:
 LOOP = [  # (what the threads do, copies in flight (cp.async groups), what the three stages hold)
     ("3a  start the copies of the tile two ahead into the free stage; wait for this tile's keys",
      "this V, next 2 tiles", ("this K", "next tile", "filling")),
-    ("3b  S = Q·Kᵀ on tensor cores, each warp 16 columns; store S",
+    ("3b  S = Q·K^{T} on tensor cores, each warp 16 columns; store S",
      "this V, next 2 tiles", ("K in use", "next tile", "filling")),
     ("3c  softmax per row: m, denom, row_alpha, W (16-bit)",
      "this V, next 2 tiles", ("this K", "next tile", "filling")),
@@ -254,7 +254,7 @@ def loop() -> Figure:
     f.text(600, 16, "the ring's three stages", size=SIZE_TITLE, weight="bold")
     y = top
     for i, (what, flight, holds) in enumerate(LOOP):
-        two = len(what) >= 60  # the long step on two lines, centred on the row together
+        two = len(text_extent(what)) >= 60  # the long step on two lines, centred together
         f.text(14, y + row_h / 2 - (7 if two else 0),
                what[:what.index(";") + 1] if two else what, size=SIZE_SMALL)
         if two:
@@ -267,11 +267,16 @@ def loop() -> Figure:
             f.text(635 + 72 * j, y + row_h / 2, h, size=SIZE_SMALL, anchor="middle")
         y += row_h
         if i in BARRIERS:
-            f.line(10, y + bar_h / 2, 810, y + bar_h / 2, stroke="#c0392b", sw=1.6, dash="7 4")
+            # The dashed line in two pieces, one dash before the label and the rest after it,
+            # whole dashes of 7 with gaps of 4 ending at or before 810: no stub of a dash that
+            # would read as a stray dot.
             label = f"__syncthreads() {BARRIERS[i]}"
-            f.rect(20, y + 2, text_width(label, SIZE_SMALL, mono=True) + 12, bar_h - 4,
-                   fill="#ffffff", stroke=None)
-            f.text(25, y + bar_h / 2, label, size=SIZE_SMALL, fill="#c0392b", mono=True)
+            mid = y + bar_h / 2
+            f.line(10, mid, 17, mid, stroke="#c0392b", sw=1.6)
+            f.text(25, mid, label, size=SIZE_SMALL, fill="#c0392b", mono=True)
+            start = 25 + text_width(label, SIZE_SMALL, mono=True) + 10
+            end = start + ((810 - start + 4) // 11) * 11 - 4
+            f.line(start, mid, end, mid, stroke="#c0392b", sw=1.6, dash="7 4")
             y += bar_h
     # The legend: every colour of the picture in words, the barrier line drawn as above.
     y += 18
@@ -395,7 +400,6 @@ def commit_groups() -> Figure:
 # ---- the fused merge: which block is last --------------------------------------------------------
 
 NUM_PARTS = 4
-SUB = "₀₁₂₃₄₅₆₇₈₉"
 # Where each partition's block ends its tile loop, in x on the time axis: the blocks of one
 # (sequence, kv head) finish in any order; here 2, 0, 3, then 1.
 LOOP_END = {0: 342, 1: 502, 2: 262, 3: 422}
@@ -476,20 +480,20 @@ def merge_election() -> Figure:
     f.rect(10, my, 800, band_h, fill=mix(STATE.fill, PAPER, 0.5), stroke=STATE.ink, sw=1, rx=4)
     f.text(20, my + 16, f"__syncthreads(); then every thread of partition {last}'s block merges "
            f"the {NUM_PARTS} partitions' rows", size=SIZE, weight="bold")
-    f.text(20, my + 40, "M = maxₚ mₚ", size=SIZE)
-    f.text(160, my + 40, "λₚ = denomₚ e^{mₚ − M}", size=SIZE)
+    f.text(20, my + 40, "M = max_{p} m_{p}", size=SIZE)
+    f.text(160, my + 40, "λ_{p} = denom_{p} e^{mₚ − M}", size=SIZE)
     cy = my + 76
     chip_w, gap = 110, 22
     for p in range(NUM_PARTS):
         cx = 20 + p * (chip_w + gap)
-        f.box(cx, cy - 13, chip_w, 26, f"λ{SUB[p]} · tmp_out{SUB[p]}", fill=hue(p).fill,
+        f.box(cx, cy - 13, chip_w, 26, f"λ_{{{p}}} · tmp_out_{{{p}}}", fill=hue(p).fill,
               stroke=hue(p).ink, size=SIZE_SMALL, rx=2)
         if p + 1 < NUM_PARTS:
             f.text(cx + chip_w + gap / 2, cy, "+", size=SIZE, anchor="middle")
     ox = 20 + NUM_PARTS * (chip_w + gap)
     f.arrow(ox - gap + 4, cy, ox + 12, cy, color=INK)
     f.box(ox + 16, cy - 14, 800 - ox - 16 - 4, 28,
-          "out = Σₚ λₚ tmp_outₚ / Σₚ λₚ", fill=PAPER, stroke=STATE.ink,
+          "out = Σ_{p} λ_{p} tmp_out_{p} / Σ_{p} λ_{p}", fill=PAPER, stroke=STATE.ink,
           size=SIZE_SMALL, rx=2)
     y = my + band_h + 22
     end = f.legend(10, y, [(STATE, "partial: tmp_out rows, max_logits, exp_sums")])
