@@ -363,6 +363,49 @@ def warp_butterfly() -> Figure:
     return f
 
 
+# The interlude's compact butterfly (docs/interlude_05.md): eight lanes, every exchange drawn, with
+# the numbers each lane holds after each step. The chapter's two butterflies above draw the real
+# configurations; this one is small enough to follow every arrow.
+SHUFFLE_VALUES = [3, 1, 4, 1, 5, 9, 2, 6]   # lane ℓ's own value
+SHUFFLE_SUM = 31                             # what the interlude's caption quotes
+
+
+def shuffle_sum() -> Figure:
+    lanes = len(SHUFFLE_VALUES)
+    masks = [lanes // 2 >> k for k in range(lanes.bit_length() - 1)]   # 4, 2, 1
+    rows = [list(SHUFFLE_VALUES)]
+    for mask in masks:
+        rows.append([rows[-1][l] + rows[-1][l ^ mask] for l in range(lanes)])
+    assert rows[-1] == [SHUFFLE_SUM] * lanes, rows[-1]
+    f = Figure(680, 0, "A butterfly of XOR shuffles over eight lanes",
+               "Eight lanes hold 3, 1, 4, 1, 5, 9, 2, 6. In three steps, masks 4, 2 and 1, each "
+               "lane adds the value of lane ℓ XOR mask; afterwards every lane holds 31.")
+    f.text(10, 14, "Eight lanes sum their values: v += __shfl_xor_sync(FULL_MASK, v, mask)",
+           size=SIZE_TITLE, weight="bold", mono=False)
+    xs = [54 + 64 * l for l in range(lanes)]
+    ys = [64 + 62 * k for k in range(len(rows))]
+    half = 13
+    for k, mask in enumerate(masks):
+        ink = hue(k).ink
+        for l in range(lanes):
+            f.line(xs[l], ys[k] + half, xs[l], ys[k + 1] - half, stroke=RULE, sw=1)
+            f.line(xs[l ^ mask], ys[k] + half, xs[l], ys[k + 1] - half, stroke=ink, sw=1.2,
+                   arrow=True)
+        mid = (ys[k] + ys[k + 1]) / 2
+        f.text(xs[-1] + 44, mid - 2, f"mask {mask}", size=NOTE_SIZE, fill=ink, weight="bold")
+        f.text(xs[-1] + 44, mid + 14, f"ℓ reads ℓ ^ {mask}", size=NOTE_SIZE, fill=ink,
+               mono=True)
+    for k, (y, values) in enumerate(zip(ys, rows)):
+        for l in range(lanes):
+            f.box(xs[l] - 22, y - half, 44, 2 * half, str(values[l]),
+                  fill=STATE.fill if k == len(rows) - 1 else "#ffffff", stroke=INK,
+                  size=NOTE_SIZE, mono=True)
+    for l in range(lanes):
+        f.text(xs[l], 40, f"lane {l}", size=NOTE_SIZE, anchor="middle", fill=MUTED)
+    f.height = ys[-1] + half + 4
+    return f
+
+
 # ---- the H100 measurements ------------------------------------------------------------------------
 
 def gpu() -> Figure:
@@ -615,6 +658,7 @@ def occupancy() -> Figure:
 FIGURES = {"lab05_key_cache": key_cache, "lab05_value_cache": value_cache,
            "lab05_thread_map": thread_map, "lab05_key_lanes": key_lanes, "lab05_timeline": timeline,
            "lab05_group_butterfly": group_butterfly,
-           "lab05_warp_butterfly": warp_butterfly, "lab05_gpu": gpu,
+           "lab05_warp_butterfly": warp_butterfly, "lab05_shuffle_sum": shuffle_sum,
+           "lab05_gpu": gpu,
            "lab05_hierarchy": hierarchy, "lab05_coalescing": coalescing,
            "lab05_occupancy": occupancy}
