@@ -246,6 +246,21 @@ class CheckerFindings(unittest.TestCase):
             self.assertIn("(§ What to implement)", hint)
             self.assertEqual(grading.checker_hint(LAB, "simt: race in k at other.cpp:3", root), "")
 
+    def test_a_function_of_one_step_has_an_unnumbered_todo(self):
+        # Lab 07's KvTile::copy is one step, "// TODO. Goal: ...": a race in it must not be
+        # blamed on the last numbered TODO above it, which belongs to another kernel.
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            room = LAB.folder(root)
+            room.mkdir(parents=True)
+            (room / "README.md").write_text("# Lab {#lab_05}\n## What to implement "
+                                            "{#lab_05_implement}\n")
+            (room / "starter.cpp").write_text(
+                "// TODO 4. The other kernel's last step\nint a;\n// TODO. Goal: the tile copy\n"
+                "int b;\nint c;\nint d;\nint e;\n")
+            hint = grading.checker_hint(LAB, self.RACE, root)
+            self.assertIn("starter.cpp:4 lies in TODO (Goal: the tile copy)", hint)
+
 
 class Table(unittest.TestCase):
     def test_long_failures_are_wrapped_whole_and_verbose_shows_every_line(self):
