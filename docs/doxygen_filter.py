@@ -92,7 +92,10 @@ class _Row:
     def __init__(self, line: str):
         self.test, pts, self.pins, self.hint = (_cells(line) + ["", "", "", ""])[:4]
         self.points = int(pts) if pts.isdigit() else 0
-        name = TEST_NAME.fullmatch(self.test)
+        # The cell is the test's name, then an optional note ("`S.T` *emulator only so far*"),
+        # shown on a line of its own under the name.
+        name = TEST_NAME.match(self.test)
+        self.note = self.test[name.end():].strip() if name else ""
         self.suite, self.name = (name.group(1), name.group(2)) if name else ("", self.test)
 
 
@@ -146,6 +149,8 @@ def _html_rows(rows: list[_Row], backends: dict[str, list[str]]) -> list[str]:
                                  f"{_count(sum(r.points for r in mine), 'point')}")
             shown_suite = row.suite
             name = f"`{row.name}`"
+            if row.note:
+                name += f'<br><span class="book-test-note">{row.note}</span>'
         pins = row.pins
         section = HINT_SECTION.search(row.hint)
         if section:

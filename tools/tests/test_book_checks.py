@@ -564,6 +564,14 @@ class TestTableCaptionTest(unittest.TestCase):
         self.assertTrue(out[5].rstrip().endswith("</table>"))
         self.assertEqual(out[7], "After.\n")
 
+    def test_a_note_after_the_name_keeps_the_row_in_its_suite(self):
+        table = self.TABLE[:2] + ["| `A.B` *emulator only so far* | 1 | this | Why? → \\ref lab_05_why |\n"] + self.TABLE[3:]
+        out = "".join(self.filter_module().tests_table(table, "05"))
+        self.assertIn('<td class="book-test-name">`B`<br><span class="book-test-note">'
+                      '*emulator only so far*</span></td>', out)
+        self.assertNotIn("Other tests", out)
+        self.assertIn("all in suite `A`", out)
+
     def test_a_captioned_test_table_keeps_its_caption(self):
         lines = ["Table: Our own words,\n", "on two lines.\n", "\n"] + self.TABLE
         out = self.filter_module().tests_table(lines, "05")
