@@ -49,6 +49,9 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   dropped and its text kept.
 - A lesson's second page (lab_NN_lesson2.html) shows its first heading only as its title: the
   heading itself is dropped, its anchor kept.
+- A fold (details.book-fold) keeps the numbers of the tables and figures inside it, so its summary
+  line names them ("… (Table 6.10)"): a closed fold never leaves an unexplained gap between
+  6.9 and 6.11.
 - A picture never shrinks below legible: each SVG picture's tag gets a min-width at which its
   smallest text is 11 px; a column narrower than that scrolls it sideways in its own box
   (book.css) instead of shrinking it further.
@@ -309,6 +312,48 @@ def number_tables(pages: dict[str, str], order: list[str] | None = None) -> dict
     return {name: out[name] for name in pages}
 
 
+# A fold (<details class="book-fold">) keeps its tables' and figures' numbers, so a closed one would
+# leave a gap in the numbering the reader sees (6.9, then 6.11). Its summary line says which
+# numbers it holds: "… (Table 6.10)".
+FOLD_TAG = re.compile(r"<details\b[^>]*>|</details>")
+NUMBERED = re.compile(r'<span class="book-(?:tab|fig)num">((?:Table|Figure) [0-9A-Z]+\.\d+)\.</span>')
+
+
+def label_folds(text: str) -> str:
+    """Appends to the summary of each book-fold the table and figure numbers inside it (nested
+    folds included), e.g. ' (Tables 7.8 and 7.9, Figure 7.5)'."""
+    spans: list[tuple[int, int]] = []  # (start, end) of each book-fold, outermost too
+    stack: list[tuple[int, bool]] = []
+    for tag in FOLD_TAG.finditer(text):
+        if tag.group(0).startswith("</"):
+            if stack:
+                start, is_fold = stack.pop()
+                if is_fold:
+                    spans.append((start, tag.end()))
+        else:
+            stack.append((tag.start(), "book-fold" in tag.group(0)))
+    inserts: list[tuple[int, str]] = []
+    for start, end in spans:
+        summary_end = text.find("</summary>", start, end)
+        if summary_end < 0:
+            continue
+        held = NUMBERED.findall(text, summary_end, end)
+        if not held:
+            continue
+        tables = [h.split()[1] for h in held if h.startswith("Table")]
+        figures = [h.split()[1] for h in held if h.startswith("Figure")]
+        parts = []
+        for word, numbers in (("Table", tables), ("Figure", figures)):
+            if numbers:
+                parts.append((word + ("s " if len(numbers) > 1 else " "))
+                             + (numbers[0] if len(numbers) == 1
+                                else ", ".join(numbers[:-1]) + " and " + numbers[-1]))
+        inserts.append((summary_end, f' <span class="book-fold-holds">({"; ".join(parts)})</span>'))
+    for at, label in sorted(inserts, reverse=True):
+        text = text[:at] + label + text[at:]
+    return text
+
+
 def sidebar_order(html_dir: Path) -> list[str]:
     """The pages of Doxygen's sidebar (navtreedata.js) in reading order; [] without one."""
     path = html_dir / "navtreedata.js"
@@ -439,6 +484,7 @@ def main(argv: list[str]) -> int:
     except ValueError as e:
         print(f"tidy_html: {e}", file=sys.stderr)
         return 1
+    numbered = {name: label_folds(text) for name, text in numbered.items()}
     for page in paths:
         if numbered[page.name] != before[page.name]:
             page.write_text(numbered[page.name], encoding="utf-8")

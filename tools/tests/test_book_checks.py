@@ -530,6 +530,20 @@ class TableNumbersTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "lab_03.html: .*lab03_none"):
             _load_tidy().number_tables({"lab_03.html": "see {{tab:lab03_none}}"})
 
+    def test_a_fold_names_the_numbers_it_holds(self):
+        tab = lambda n: f'<span class="book-tabnum">Table 6.{n}.</span>'  # noqa: E731
+        page = ("<p>" + tab(9) + '</p><details class="book-fold"><summary>Why</summary>'
+                + tab(10) + '<details class="book-hint"><summary>Hint</summary>h</details>'
+                + '<details class="book-fold"><summary>Inner</summary>'
+                + '<span class="book-fignum">Figure 6.4.</span></details></details>'
+                + '<details class="book-fold"><summary>Empty</summary>x</details>' + tab(11))
+        out = _load_tidy().label_folds(page)
+        self.assertIn('<summary>Why <span class="book-fold-holds">(Table 6.10; Figure 6.4)'
+                      '</span></summary>', out)
+        self.assertIn('<summary>Inner <span class="book-fold-holds">(Figure 6.4)</span>', out)
+        self.assertIn("<summary>Empty</summary>", out)
+        self.assertIn("<summary>Hint</summary>", out)
+
     def test_a_name_given_twice_stops_the_build(self):
         cap = "<p >Table: {tab:twice} A.</p>\n" + self.TABLE
         with self.assertRaisesRegex(ValueError, "twice"):
