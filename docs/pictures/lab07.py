@@ -258,7 +258,9 @@ def loop() -> Figure:
         f.text(14, y + row_h / 2 - (7 if two else 0),
                what[:what.index(";") + 1] if two else what, size=SIZE_SMALL)
         if two:
-            f.text(44, y + row_h / 2 + 7, what[what.index(";") + 2:], size=SIZE_SMALL)
+            # The second line under the first's words, past its step number ("3a ").
+            f.text(14 + text_width(what[:what.index(" ") + 1], SIZE_SMALL), y + row_h / 2 + 7,
+                   what[what.index(";") + 2:], size=SIZE_SMALL)
         f.rect(458, y + 4, 136, row_h - 8, fill=STATE.fill, stroke=STATE.ink, sw=1)
         f.text(526, y + row_h / 2, flight, size=SIZE_SMALL, anchor="middle")
         for j, h in enumerate(holds):
