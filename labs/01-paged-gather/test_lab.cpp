@@ -172,6 +172,7 @@ TEST(PagedAttention, MatchesDenseUnderShuffledBlockTable) {
                        kExactTol));
 }
 
+/// [poisoned_tail_tests]
 TEST(PagedAttention, PoisonedTailOfLastBlockIsNeverReadHuge) {
   // seq_len 35 = two full blocks of 16 and 3 rows of the third; the other 13 rows hold 1e6,
   // which would dominate every score (and every value) if any of them were read.
@@ -191,7 +192,9 @@ TEST(PagedAttention, PoisonedTailOfLastBlockIsNeverReadNaN) {
                                                       s.seq_len, s.block_size),
                        kExactTol));
 }
+/// [poisoned_tail_tests]
 
+/// [placement_invariance_test]
 TEST(PagedAttention, TwoPhysicalPlacementsAreBitIdentical) {
   // The same logical tokens in two different sets of physical blocks: the layout is invisible.
   Rng rng(204);
@@ -205,6 +208,7 @@ TEST(PagedAttention, TwoPhysicalPlacementsAreBitIdentical) {
   EXPECT_TRUE(BitIdentical(out_a, out_b, {{}, "first placement", "second placement"}));
   EXPECT_TRUE(AllClose(dense_truth(a), out_a, kExactTol));
 }
+/// [placement_invariance_test]
 
 TEST(PagedAttention, GroupedQueryHeadsEightOverTwo) {
   // 8 query heads share 2 kv heads: heads 0-3 read kv head 0, heads 4-7 kv head 1. The two kv

@@ -37,7 +37,7 @@ struct ForwardMeta {
 };
 
 /// Builds the step's metadata from the scheduler's list: new tokens are numbered sequence by
-/// sequence, token j of sequence b sits at position pos = num_cached + j and is written to slot
+/// sequence, new token u of sequence b sits at position pos = num_cached + u and is written to slot
 /// blocks[pos / block_size] * block_size + pos % block_size; row b of block_table is
 /// batch[b].blocks verbatim, right-padded with -1 to the longest list in the batch.
 ForwardMeta build_forward_meta(const std::vector<SeqStep>& batch, int block_size);

@@ -11,6 +11,7 @@ namespace pa::paged_gather {
 
 namespace checks {
 
+/// [checks]
 /// Checks block_size > 0, start >= 0, num_tokens >= 0, that the range fits in the table, and
 /// that the ids it will read are not negative.
 inline void build_slot_mapping(const IVec& block_table, int block_size, int start,
@@ -64,6 +65,7 @@ inline void paged_attention(const Mat& q, const Mat& k_cache, const Mat& v_cache
   check.ids_in_range("block_table", block_table, blocks_read, 0, k_cache.rows() / block_size,
                      "physical blocks in the cache");
 }
+/// [checks]
 
 }  // namespace checks
 

@@ -11,6 +11,7 @@ namespace pa::flash_decoding {
 
 namespace checks {
 
+/// [checks]
 /// Checks head_dim = q.size() > 0, that K has one column per query element, and that V has
 /// one row per key. Zero keys are allowed.
 inline void attend_partial(const Vec& q, const RowsView& K, const RowsView& V) {
@@ -54,6 +55,7 @@ inline void partitioned_attention(const Vec& q, const Mat& K, const Mat& V, int 
   check.rows("V", V, K.rows(), "K.rows()");
   check.positive("K.rows() (number of keys)", K.rows());
 }
+/// [checks]
 
 }  // namespace checks
 

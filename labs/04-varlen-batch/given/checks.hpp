@@ -11,6 +11,7 @@ namespace pa::varlen_batch {
 
 namespace checks {
 
+/// [checks]
 /// Checks block_size > 0 and, for every request, num_cached >= 0, num_new >= 1, enough blocks
 /// for num_cached + num_new tokens, and no negative id among the blocks those tokens occupy.
 inline void build_forward_meta(const std::vector<SeqStep>& batch, int block_size) {
@@ -100,6 +101,7 @@ inline void attn_paged(const Mat& q, const Mat& k_pool, const Mat& v_pool,
     }
   }
 }
+/// [checks]
 
 }  // namespace checks
 
