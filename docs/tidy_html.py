@@ -28,7 +28,8 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   lab_NN_lesson2.html), its bench lab_NN_bench.html and its notes lab_NN_review.html
   (docs/doxygen_filter.py cuts it), numbered as one: the bench's first figure follows the
   lesson's last, the notes' the bench's, and so do its formulas and tables. An interlude before a chapter (lab_05_gpu.html, from
-  docs/interlude_05.md; any docs/interlude_NN.md) is numbered on its own: Figure I.1, Table I.1. The text refers to a figure as {{fig:lab07_tiles}}, written in the
+  docs/interlude_05.md; any docs/interlude_NN.md) is numbered on its own, by a Roman numeral for
+  its place among the interludes: Figure I.1, Table I.1 before lab 05, Figure II.1 before lab 07. The text refers to a figure as {{fig:lab07_tiles}}, written in the
   chapter's Markdown, which becomes a link "Figure 7.3" on any page. A reference to a figure no
   chapter shows stops the build.
 - A chapter's display formulas are numbered per chapter too, (7.1), (7.2), ..., by a \\tag that
@@ -112,16 +113,27 @@ def chapter_pages(names) -> list[str]:
     return sorted((name for name in names if CHAPTER_PAGE.match(name)), key=key)
 
 
-# The label an interlude's figures, formulas and tables are numbered under: Figure I.1, I.2, ...
-INTERLUDE_LABEL = "I"
+# The labels the interludes' figures, formulas and tables are numbered under, in reading order:
+# the first interlude's Figure I.1, I.2, ..., the second's II.1, ...
+INTERLUDE_LABELS = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X")
 
 
-def number_label(name: str) -> str:
-    """What a chapter page's figures, formulas and tables are numbered under: "7" for lab_07.html
-    and its bench and notes, "I" for an interlude (lab_05_gpu.html), "0" for the introduction."""
+def is_interlude(name: str) -> bool:
+    """Whether a chapter page is an interlude (lab_05_gpu.html): any suffix but the lesson's,
+    the bench's and the notes'."""
     m = CHAPTER_PAGE.match(name)
-    if m.group(2) and m.group(2) not in CHAPTER_PAGE_ORDER:
-        return INTERLUDE_LABEL
+    return bool(m and m.group(2) and m.group(2) not in CHAPTER_PAGE_ORDER)
+
+
+def number_label(name: str, names=()) -> str:
+    """What a chapter page's figures, formulas and tables are numbered under: "7" for lab_07.html
+    and its bench and notes, "0" for the introduction, and for an interlude a Roman numeral, its
+    place among the interludes of `names` (the book's pages) in reading order: "I" for the first
+    (lab_05_gpu.html), "II" for the second."""
+    m = CHAPTER_PAGE.match(name)
+    if is_interlude(name):
+        interludes = [n for n in chapter_pages(set(names) | {name}) if is_interlude(n)]
+        return INTERLUDE_LABELS[interludes.index(name)]
     return str(int(m.group(1) or 0))
 
 
@@ -136,7 +148,7 @@ def number_figures(pages: dict[str, str]) -> dict[str, str]:
     numbers: dict[str, tuple[str, str]] = {}  # picture name -> (page, "N.M")
     counts: dict[str, int] = {}  # chapter -> figures numbered so far (lesson, bench, notes)
     for name in chapter_pages(pages):
-        chapter = number_label(name)
+        chapter = number_label(name, pages)
         for figure in FIGURE.finditer(pages[name]):
             counts[chapter] = counts.get(chapter, 0) + 1
             numbers[figure.group(2)] = (name, f"{chapter}.{counts[chapter]}")
@@ -220,13 +232,14 @@ def legible_figures(text: str, html_dir: Path) -> str:
 DISPLAY_FORMULA = re.compile(r'(<p class="formulaDsp">\n\\\[)(.*?)(\\\]\n</p>)', re.S)
 
 
-def number_formulas(name: str, text: str, start: int = 0) -> str:
+def number_formulas(name: str, text: str, start: int = 0, label: str | None = None) -> str:
     """Tags every display formula of a chapter page (lab_NN.html, _bench, _review) with
-    (N.start+1), (N.start+2), ... in order; other pages, and formulas that carry a tag already,
-    are left as they are."""
+    (N.start+1), (N.start+2), ... in order, N being `label` or else number_label(name); other
+    pages, and formulas that carry a tag already, are left as they are."""
     chapter = CHAPTER_PAGE.match(name)
     if not chapter:
         return text
+    label = label or number_label(name)
     count = start
 
     def tag(formula: re.Match) -> str:
@@ -235,7 +248,7 @@ def number_formulas(name: str, text: str, start: int = 0) -> str:
             return formula.group(0)
         count += 1
         return (f"{formula.group(1)}{formula.group(2).rstrip()}\n"
-                f"  \\tag{{{number_label(name)}.{count}}}\n{formula.group(3)}")
+                f"  \\tag{{{label}.{count}}}\n{formula.group(3)}")
     return DISPLAY_FORMULA.sub(tag, text)
 
 
@@ -245,9 +258,9 @@ def number_all_formulas(pages: dict[str, str]) -> dict[str, str]:
     out = dict(pages)
     counts: dict[str, int] = {}
     for name in chapter_pages(pages):
-        chapter = number_label(name)
+        chapter = number_label(name, pages)
         start = counts.get(chapter, 0)
-        out[name] = number_formulas(name, pages[name], start)
+        out[name] = number_formulas(name, pages[name], start, chapter)
         counts[chapter] = start + out[name].count("\\tag{") - pages[name].count("\\tag{")
     return out
 
@@ -262,13 +275,14 @@ PAGE_TITLE = re.compile(r'<div class="title">([^<]*)</div>')
 APPENDIX_TITLE = re.compile(r"Appendix ([A-Z])\b|([A-Z])\.\d+ ")
 
 
-def table_chapter(name: str, text: str) -> str:
+def table_chapter(name: str, text: str, names=()) -> str:
     """The chapter number or appendix letter a page's tables are numbered under: "7" for
     lab_07.html, "C" for Appendix C (and "A" for its part pages "A.3 ..."), "0" for the
-    introduction and the rest of the front matter."""
+    introduction and the rest of the front matter; an interlude's numeral among `names`
+    (number_label)."""
     chapter = CHAPTER_PAGE.match(name)
     if chapter and chapter.group(1):
-        return number_label(name)
+        return number_label(name, names)
     title = PAGE_TITLE.search(text)
     appendix = APPENDIX_TITLE.match(title.group(1).strip()) if title else None
     return (appendix.group(1) or appendix.group(2)) if appendix else "0"
@@ -285,7 +299,7 @@ def number_tables(pages: dict[str, str], order: list[str] | None = None) -> dict
     anchors: dict[str, tuple[str, str]] = {}  # NAME -> (page, "N.M")
     out: dict[str, str] = {}
     for name in ranked:
-        chapter = table_chapter(name, pages[name])
+        chapter = table_chapter(name, pages[name], pages)
 
         def caption(m: re.Match) -> str:
             counts[chapter] = counts.get(chapter, 0) + 1

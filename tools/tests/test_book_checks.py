@@ -471,6 +471,31 @@ class FigureNumbersTest(unittest.TestCase):
         self.assertIn("\\tag{5.1}", tagged["lab_05.html"])
         self.assertEqual(tidy.table_chapter("lab_05_gpu.html", ""), "I")
 
+    def test_each_interlude_has_its_own_numeral(self):
+        # A second interlude (before lab 07) is numbered II.1, ..., so that no two figures,
+        # formulas or tables of the book share a number; references resolve across pages.
+        tidy = _load_tidy()
+        pages = {"lab_07_tools.html":
+                 self.figure("lab07_commit_groups") + "{{fig:lab05_hierarchy}}",
+                 "lab_05_gpu.html": self.figure("lab05_hierarchy"),
+                 "lab_07.html": self.figure("lab07_tiles") + "{{fig:lab07_commit_groups}}"}
+        self.assertEqual(tidy.number_label("lab_07_tools.html", pages), "II")
+        self.assertEqual(tidy.number_label("lab_05_gpu.html", pages), "I")
+        out = tidy.number_figures(pages)
+        self.assertIn("Figure I.1.", out["lab_05_gpu.html"])
+        self.assertIn("Figure II.1.", out["lab_07_tools.html"])
+        self.assertIn('href="lab_05_gpu.html#fig-lab05_hierarchy">Figure I.1</a>',
+                      out["lab_07_tools.html"])
+        self.assertIn('href="lab_07_tools.html#fig-lab07_commit_groups">Figure II.1</a>',
+                      out["lab_07.html"])
+        self.assertIn("Figure 7.1.", out["lab_07.html"])
+        formula = '<p class="formulaDsp">\n\\[ a = b \\]\n</p>'
+        tagged = tidy.number_all_formulas({"lab_05_gpu.html": formula,
+                                           "lab_07_tools.html": formula})
+        self.assertIn("\\tag{I.1}", tagged["lab_05_gpu.html"])
+        self.assertIn("\\tag{II.1}", tagged["lab_07_tools.html"])
+        self.assertEqual(tidy.table_chapter("lab_07_tools.html", "", pages), "II")
+
     def test_a_reference_to_no_figure_stops_the_build(self):
         with self.assertRaisesRegex(ValueError, "lab_06.html: .*lab07_tile"):
             _load_tidy().number_figures({"lab_06.html": "see {{fig:lab07_tile}}"})

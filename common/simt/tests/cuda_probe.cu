@@ -17,10 +17,12 @@ void probe_every_driver() {
   (void)block_sums<128>(values, true);
   (void)reverse_blocks(values, 128, 64);
   (void)round_trip(values);
+  (void)last_block_sums(values, 2);
   (void)simt::cuda_device_count();
   (void)async_copy_groups(values);
   (void)async_copy_zfill(values, 4);
   (void)async_copy_neighbour(values, 64, true);
+  (void)ring_column_sums(values, 1, 2, 1);
 }
 
 /// Instantiates the wmma GEMM for both input types and every layout of A and B.

@@ -64,6 +64,38 @@ __global__ void reverse_kernel(const float* __restrict__ in, float* __restrict__
 }
 /// [dynamic_shared]
 
+/// [last_block_sum]
+/// out[0] = the sum of all of `in` ([gridDim.x * 32]) in one launch of one-warp blocks: each
+/// block writes its partial sum, and the block that counts itself last adds up the partials;
+/// out[1] = that block's index. `arrivals` holds 0 before the launch, and again after it.
+__global__ void last_block_sum_kernel(const float* __restrict__ in, float* partials,
+                                      unsigned* arrivals, float* __restrict__ out) {
+  __shared__ bool is_last;
+  const unsigned lane = threadIdx.x;  // one warp per block
+  float v = in[blockIdx.x * 32 + lane];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  if (lane == 0) {
+    partials[blockIdx.x] = v;  // partials: [gridDim.x]
+    __threadfence();           // the partial is visible to every block before it is counted
+    is_last = atomicAdd(arrivals, 1u) == gridDim.x - 1;
+    if (is_last) {
+      atomicExch(arrivals, 0u);  // every block has counted: ready for the next launch
+      __threadfence();           // the partials are read only after the count
+    }
+  }
+  __syncthreads();  // every lane sees is_last
+  if (!is_last) return;
+  const volatile float* done = partials;  // volatile: each read goes to memory
+  v = 0.0f;
+  for (unsigned b = lane; b < gridDim.x; b += 32) v += done[b];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  if (lane == 0) {
+    out[0] = v;
+    out[1] = static_cast<float>(blockIdx.x);
+  }
+}
+/// [last_block_sum]
+
 /// Rounds each value to half and to bfloat16 on the device and converts them back.
 __global__ void round_trip_kernel(const float* __restrict__ in, __half* __restrict__ halves,
                                   __nv_bfloat16* __restrict__ bf16s, float* __restrict__ back,
@@ -114,6 +146,36 @@ inline std::vector<float> reverse_blocks(const std::vector<float>& in, int n, in
   std::vector<float> out(in.size());
   d_out.download(out.data(), out.size());
   return out;
+}
+
+/// What `launches` launches of last_block_sum_kernel over `in` ([blocks * 32]) leave: each
+/// launch's sum and merging block, and the counter after the last launch.
+struct LastBlockSums {
+  std::vector<float> sums;   // [launches]
+  std::vector<int> mergers;  // [launches]
+  unsigned arrivals_after = 0;
+};
+
+inline LastBlockSums last_block_sums(const std::vector<float>& in, int launches) {
+  const int blocks = static_cast<int>(in.size() / 32);
+  simt::DeviceBuffer<float> d_in(in.size());     // [blocks * 32]
+  simt::DeviceBuffer<float> d_partials(blocks);  // [blocks]
+  simt::DeviceBuffer<unsigned> d_arrivals(1);    // zero between launches
+  simt::DeviceBuffer<float> d_out(2);            // [sum, merging block]
+  d_in.upload(in.data(), in.size());
+  const unsigned zero = 0;
+  d_arrivals.upload(&zero, 1);
+  LastBlockSums r;
+  for (int i = 0; i < launches; ++i) {
+    simt::launch(last_block_sum_kernel, dim3(blocks), dim3(32), 0, d_in.data(), d_partials.data(),
+                 d_arrivals.data(), d_out.data());
+    float out[2];
+    d_out.download(out, 2);
+    r.sums.push_back(out[0]);
+    r.mergers.push_back(static_cast<int>(out[1]));
+  }
+  d_arrivals.download(&r.arrivals_after, 1);
+  return r;
 }
 
 /// Returns, for each value, its half and bfloat16 bits and both converted back to float

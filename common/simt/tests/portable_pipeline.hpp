@@ -67,6 +67,38 @@ __global__ void async_copy_neighbour_kernel(const float* __restrict__ src, float
 }
 /// [async_copy_staged]
 
+/// [async_copy_ring]
+/// out[blockIdx.x, t] = the sum of column t of the block's [tiles * 4, 64] rows of `in`, read
+/// through a ring of two stages: tile i + 1's copies start before tile i is summed. Each thread
+/// copies 16 bytes of a tile and sums a column, so it reads floats other threads copied.
+/// `wait_count` is what each iteration passes to __pipeline_wait_prior: 1 is right.
+__global__ void ring_column_sum_kernel(const float* __restrict__ in, float* __restrict__ out,
+                                       int tiles, int wait_count) {
+  constexpr int kCols = 64;                        // = blockDim.x
+  constexpr int kTile = 4 * kCols;                 // floats in a tile: 4 rows of kCols
+  __shared__ __align__(16) float stage[2][kTile];  // [stages, 4, kCols]
+  const int t = static_cast<int>(threadIdx.x);
+  const float* rows = in + blockIdx.x * tiles * kTile;  // [tiles, 4, kCols], this block's
+  for (int i = 0; i < 4; ++i) stage[0][4 * t + i] = stage[1][4 * t + i] = 0.0f;
+  __syncthreads();  // zeros, so that a stage read before its copy landed shows in the sum
+  const auto start_tile = [&](int tile) {  // one group per tile, empty past the end
+    if (tile < tiles)
+      __pipeline_memcpy_async(&stage[tile % 2][4 * t], &rows[tile * kTile + 4 * t], 16);
+    __pipeline_commit();
+  };
+  start_tile(0);
+  float sum = 0.0f;
+  for (int tile = 0; tile < tiles; ++tile) {
+    start_tile(tile + 1);               // into the other stage, free since the last barrier
+    __pipeline_wait_prior(wait_count);  // 1: all but tile + 1's group have landed ...
+    __syncthreads();                    // ... for every thread, and are visible to all
+    for (int r = 0; r < 4; ++r) sum += stage[tile % 2][r * kCols + t];
+    __syncthreads();  // everyone is done with this stage: the next iteration refills it
+  }
+  out[blockIdx.x * kCols + t] = sum;
+}
+/// [async_copy_ring]
+
 // ---- Host drivers --------------------------------------------------------------------------
 
 /// Runs async_copy_groups_kernel over 32 threads; returns seen, [32, 12].
@@ -97,6 +129,18 @@ inline std::vector<float> async_copy_neighbour(const std::vector<float>& src, in
   simt::launch(async_copy_neighbour_kernel, dim3(1), dim3(static_cast<unsigned>(threads)), 0,
                d_src.data(), d_out.data(), wait_first);
   std::vector<float> out(static_cast<std::size_t>(threads));
+  d_out.download(out.data(), out.size());
+  return out;
+}
+
+/// Runs ring_column_sum_kernel over `in` ([blocks, tiles * 4, 64]); returns out, [blocks, 64].
+inline std::vector<float> ring_column_sums(const std::vector<float>& in, int blocks, int tiles,
+                                           int wait_count) {
+  simt::DeviceBuffer<float> d_in(in.size()), d_out(static_cast<std::size_t>(blocks) * 64);
+  d_in.upload(in.data(), in.size());
+  simt::launch(ring_column_sum_kernel, dim3(static_cast<unsigned>(blocks)), dim3(64), 0,
+               d_in.data(), d_out.data(), tiles, wait_count);
+  std::vector<float> out(static_cast<std::size_t>(blocks) * 64);
   d_out.download(out.data(), out.size());
   return out;
 }

@@ -61,6 +61,31 @@ TEST(SimtKernels, ShuffleXorReductionOver128Threads) {
   }
 }
 
+// ---- Across blocks: the last block merges --------------------------------------------------
+
+TEST(SimtKernels, TheLastBlockToCountSumsEveryPartialAndResetsTheCounter) {
+  for (const int blocks : {1, 2, 5, 33, 100}) {
+    const std::vector<float> in = small_integers(static_cast<std::size_t>(blocks) * 32, 3);
+    const float total = sums_of(in, blocks * 32)[0];
+    for (const Schedule s : kAllSchedules) {
+      const ScopedSchedule schedule(s, 13);
+      // Three launches on the same counter: each starts from the 0 the one before left.
+      const emu::LastBlockSums r = emu::last_block_sums(in, 3);
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(r.sums[i], total)
+            << blocks << " blocks, launch " << i << ", " << simt::schedule_name(s);
+      }
+      EXPECT_EQ(r.arrivals_after, 0u) << blocks << " blocks, " << simt::schedule_name(s);
+      // Whoever arrives last merges: the emulator runs the blocks forward or backward.
+      if (s == Schedule::Forward) {
+        EXPECT_EQ(r.mergers[0], blocks - 1);
+      } else if (s == Schedule::Reverse) {
+        EXPECT_EQ(r.mergers[0], 0);
+      }
+    }
+  }
+}
+
 // ---- Shared memory -------------------------------------------------------------------------
 
 // Thread 0 of each block publishes a value in static shared memory; after the barrier every

@@ -16,6 +16,7 @@ namespace {
 using simt_tests::emu::async_copy_groups;
 using simt_tests::emu::async_copy_neighbour;
 using simt_tests::emu::async_copy_zfill;
+using simt_tests::emu::ring_column_sums;
 
 std::vector<float> iota_floats(std::size_t n) {
   std::vector<float> v(n);
@@ -31,8 +32,8 @@ TEST(SimtPipeline, BytesLandOnlyWhenTheWaitCoversTheirGroup) {
     for (int t = 0; t < 32; ++t) {
       for (int i = 0; i < 4; ++i) {
         const float copied = src[4 * t + i];
-        EXPECT_EQ(seen[12 * t + i], -1.0f) << "thread " << t << " float " << i
-                                           << ": before any wait the slot keeps its old bytes";
+        EXPECT_EQ(seen[12 * t + i], -1.0f)
+            << "thread " << t << " float " << i << ": before any wait the slot keeps its old bytes";
         EXPECT_EQ(seen[12 * t + 4 + i], i < 2 ? copied : -1.0f)
             << "thread " << t << " float " << i
             << ": __pipeline_wait_prior(1) lands the first group only";
@@ -71,6 +72,64 @@ TEST(SimtPipeline, ABarrierAloneDoesNotLandAnotherThreadsCopy) {
   const ScopedSchedule schedule(simt::Schedule::Forward);
   const std::vector<float> out = async_copy_neighbour(iota_floats(64), 64, /*wait_first=*/false);
   for (int t = 0; t < 63; ++t) EXPECT_EQ(out[t], -1.0f) << "thread " << t;
+}
+
+// ---- A two-stage ring ----------------------------------------------------------------------
+
+// in ([blocks, tiles * 4, 64]) of small integers, and the sums of each block's columns over
+// its tiles from `first` to `last` (exact in float, in any order).
+std::vector<float> column_sums(const std::vector<float>& in, int blocks, int tiles, int first,
+                               int last) {
+  std::vector<float> sums(static_cast<std::size_t>(blocks) * 64, 0.0f);
+  for (int b = 0; b < blocks; ++b) {
+    for (int row = 4 * first; row < 4 * (last + 1); ++row) {
+      for (int c = 0; c < 64; ++c) sums[b * 64 + c] += in[(b * tiles * 4 + row) * 64 + c];
+    }
+  }
+  return sums;
+}
+
+std::vector<float> small_integer_rows(int blocks, int tiles) {
+  std::vector<float> v(static_cast<std::size_t>(blocks) * tiles * 4 * 64);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<float>(static_cast<int>(i % 23) - 11);
+  return v;
+}
+
+TEST(SimtPipeline, TwoStageRingSumsEveryTileUnderBothSchedules) {
+  for (const int tiles : {1, 2, 7}) {
+    const std::vector<float> in = small_integer_rows(3, tiles);
+    for (const simt::Schedule s : {simt::Schedule::Forward, simt::Schedule::Reverse}) {
+      const ScopedSchedule schedule(s);
+      EXPECT_EQ(ring_column_sums(in, 3, tiles, /*wait_count=*/1),
+                column_sums(in, 3, tiles, 0, tiles - 1))
+          << tiles << " tiles, " << simt::schedule_name(s);
+      // wait_prior(0) is right too, but waits for tile + 1 as well: nothing overlaps.
+      EXPECT_EQ(ring_column_sums(in, 3, tiles, 0), column_sums(in, 3, tiles, 0, tiles - 1));
+    }
+  }
+}
+
+TEST(SimtPipeline, AWaitCountOneTooHighIsCaught) {
+  // With wait_prior(2) the group of the tile being summed is still in flight. The emulator
+  // stops the kernel when the next copy into a stage finds the one before not landed.
+  const int tiles = 7;
+  const std::vector<float> in = small_integer_rows(3, tiles);
+  const bool checks = simt::memory_checks();
+  for (const simt::Schedule s : {simt::Schedule::Forward, simt::Schedule::Reverse}) {
+    const ScopedSchedule schedule(s);
+    if (checks) {
+      ExpectKernelError(
+          [&] { ring_column_sums(in, 3, tiles, /*wait_count=*/2); },
+          {"race in ring_column_sum_kernel", "__pipeline_memcpy_async at", "which has not landed"});
+    }
+    // With the checks off, each iteration reads its stage as the tile two before left it
+    // (zeros at first), so the sums miss the last two tiles.
+    simt::set_memory_checks(false);
+    const std::vector<float> out = ring_column_sums(in, 3, tiles, 2);
+    simt::set_memory_checks(checks);
+    EXPECT_EQ(out, column_sums(in, 3, tiles, 0, tiles - 3)) << simt::schedule_name(s);
+  }
 }
 
 // ---- Argument rules ------------------------------------------------------------------------
