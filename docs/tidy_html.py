@@ -125,7 +125,7 @@ def is_interlude(name: str) -> bool:
     return bool(m and m.group(2) and m.group(2) not in CHAPTER_PAGE_ORDER)
 
 
-def number_label(name: str, names=()) -> str:
+def number_label(name: str, names) -> str:
     """What a chapter page's figures, formulas and tables are numbered under: "7" for lab_07.html
     and its bench and notes, "0" for the introduction, and for an interlude a Roman numeral, its
     place among the interludes of `names` (the book's pages) in reading order: "I" for the first
@@ -234,12 +234,13 @@ DISPLAY_FORMULA = re.compile(r'(<p class="formulaDsp">\n\\\[)(.*?)(\\\]\n</p>)',
 
 def number_formulas(name: str, text: str, start: int = 0, label: str | None = None) -> str:
     """Tags every display formula of a chapter page (lab_NN.html, _bench, _review) with
-    (N.start+1), (N.start+2), ... in order, N being `label` or else number_label(name); other
-    pages, and formulas that carry a tag already, are left as they are."""
+    (N.start+1), (N.start+2), ... in order, N being `label` (number_label among the book's pages),
+    or for a chapter page taken alone its number; other pages, and formulas that carry a tag
+    already, are left as they are."""
     chapter = CHAPTER_PAGE.match(name)
     if not chapter:
         return text
-    label = label or number_label(name)
+    label = label or number_label(name, (name,))
     count = start
 
     def tag(formula: re.Match) -> str:
@@ -275,7 +276,7 @@ PAGE_TITLE = re.compile(r'<div class="title">([^<]*)</div>')
 APPENDIX_TITLE = re.compile(r"Appendix ([A-Z])\b|([A-Z])\.\d+ ")
 
 
-def table_chapter(name: str, text: str, names=()) -> str:
+def table_chapter(name: str, text: str, names) -> str:
     """The chapter number or appendix letter a page's tables are numbered under: "7" for
     lab_07.html, "C" for Appendix C (and "A" for its part pages "A.3 ..."), "0" for the
     introduction and the rest of the front matter; an interlude's numeral among `names`

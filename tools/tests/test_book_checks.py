@@ -469,7 +469,7 @@ class FigureNumbersTest(unittest.TestCase):
         tagged = tidy.number_all_formulas({"lab_05_gpu.html": formula, "lab_05.html": formula})
         self.assertIn("\\tag{I.1}", tagged["lab_05_gpu.html"])
         self.assertIn("\\tag{5.1}", tagged["lab_05.html"])
-        self.assertEqual(tidy.table_chapter("lab_05_gpu.html", ""), "I")
+        self.assertEqual(tidy.table_chapter("lab_05_gpu.html", "", ["lab_05_gpu.html"]), "I")
 
     def test_each_interlude_has_its_own_numeral(self):
         # A second interlude (before lab 07) is numbered II.1, ..., so that no two figures,

@@ -424,10 +424,9 @@ TEST_F(SimtChecker, AWmmaLoadOfWhatOtherLanesWroteNeedsASyncwarp) {
 // ---- Switched off --------------------------------------------------------------------------
 
 TEST_F(SimtChecker, SetMemoryChecksFalseLetsARacyKernelRun) {
-  simt::set_memory_checks(false);
+  const ScopedMemoryChecks off(false);
   simt::DeviceBuffer<float> out(1);
   EXPECT_NO_THROW(simt::launch(warp_slots_kernel, dim3(1), dim3(128), 0, out.data(), false));
-  simt::set_memory_checks(true);
 }
 
 }  // namespace

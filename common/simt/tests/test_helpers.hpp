@@ -5,7 +5,9 @@
 
 #include <functional>
 #include <initializer_list>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "simt/cuda.hpp"
 
@@ -40,6 +42,30 @@ class ScopedSharedNan {
  private:
   bool previous_;
 };
+
+/// Turns the memory checker on or off for its scope.
+class ScopedMemoryChecks {
+ public:
+  explicit ScopedMemoryChecks(bool on) : previous_(simt::memory_checks()) {
+    simt::set_memory_checks(on);
+  }
+  ~ScopedMemoryChecks() { simt::set_memory_checks(previous_); }
+  ScopedMemoryChecks(const ScopedMemoryChecks&) = delete;
+  ScopedMemoryChecks& operator=(const ScopedMemoryChecks&) = delete;
+
+ private:
+  bool previous_;
+};
+
+/// n small integers in [-1000, 1000] drawn from `seed`: every partial sum of up to 8,000 of them
+/// is exact in float, so any summation order gives the same bits and sums compare exactly.
+inline std::vector<float> small_integers(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> dist(-1000, 1000);
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(dist(gen));
+  return v;
+}
 
 /// Returns "<this test file's base name>:<line>", as the emulator names call sites.
 inline std::string site(const char* file, int line) {

@@ -3,7 +3,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <vector>
 
 #include "portable_kernels.hpp"  // the only file that includes it (its kernels are not inline)
@@ -13,16 +12,6 @@ namespace simt_tests {
 namespace {
 
 using simt::Schedule;
-
-// Small integers: every partial sum is exact in float, so any summation order gives the same
-// bits and the reductions can be compared exactly.
-std::vector<float> small_integers(std::size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_int_distribution<int> dist(-1000, 1000);
-  std::vector<float> v(n);
-  for (float& x : v) x = static_cast<float>(dist(gen));
-  return v;
-}
 
 std::vector<float> sums_of(const std::vector<float>& in, int per_block) {
   std::vector<float> sums(in.size() / per_block, 0.0f);

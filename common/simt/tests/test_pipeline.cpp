@@ -76,8 +76,8 @@ TEST(SimtPipeline, ABarrierAloneDoesNotLandAnotherThreadsCopy) {
 
 // ---- A two-stage ring ----------------------------------------------------------------------
 
-// in ([blocks, tiles * 4, 64]) of small integers, and the sums of each block's columns over
-// its tiles from `first` to `last` (exact in float, in any order).
+// The sums of each block's columns of in ([blocks, tiles * 4, 64], small integers) over its
+// tiles from `first` to `last` (exact in float, in any order).
 std::vector<float> column_sums(const std::vector<float>& in, int blocks, int tiles, int first,
                                int last) {
   std::vector<float> sums(static_cast<std::size_t>(blocks) * 64, 0.0f);
@@ -89,11 +89,8 @@ std::vector<float> column_sums(const std::vector<float>& in, int blocks, int til
   return sums;
 }
 
-std::vector<float> small_integer_rows(int blocks, int tiles) {
-  std::vector<float> v(static_cast<std::size_t>(blocks) * tiles * 4 * 64);
-  for (std::size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<float>(static_cast<int>(i % 23) - 11);
-  return v;
+std::vector<float> small_integer_rows(int blocks, int tiles) {  // [blocks, tiles * 4, 64]
+  return small_integers(static_cast<std::size_t>(blocks) * tiles * 4 * 64, 7);
 }
 
 TEST(SimtPipeline, TwoStageRingSumsEveryTileUnderBothSchedules) {
@@ -125,10 +122,9 @@ TEST(SimtPipeline, AWaitCountOneTooHighIsCaught) {
     }
     // With the checks off, each iteration reads its stage as the tile two before left it
     // (zeros at first), so the sums miss the last two tiles.
-    simt::set_memory_checks(false);
-    const std::vector<float> out = ring_column_sums(in, 3, tiles, 2);
-    simt::set_memory_checks(checks);
-    EXPECT_EQ(out, column_sums(in, 3, tiles, 0, tiles - 3)) << simt::schedule_name(s);
+    const ScopedMemoryChecks off(false);
+    EXPECT_EQ(ring_column_sums(in, 3, tiles, 2), column_sums(in, 3, tiles, 0, tiles - 3))
+        << simt::schedule_name(s);
   }
 }
 
