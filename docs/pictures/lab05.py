@@ -2,7 +2,7 @@
 to data, the kernel as a timeline of its barriers and shared memory, the XOR butterflies, and
 the H100 measurements (docs/figures/gpu/)."""
 import h100
-from svgfig import (FREE, INK, MUTED, NOTE_SIZE, PAPER, RULE, SIZE, SIZE_LARGE, SIZE_SMALL,
+from svgfig import (FREE, INK, MASKED, MUTED, NOTE_SIZE, PAPER, RULE, SIZE, SIZE_LARGE, SIZE_SMALL,
                     SIZE_TITLE, STATE, WARPS, Figure, Hue, hue, mix, text_width)
 
 # The case every picture draws: float16, block_size 16, head_size 128.
@@ -406,6 +406,49 @@ def shuffle_sum() -> Figure:
     return f
 
 
+# ---- the interlude's first kernel: one thread per element ----------------------------------------
+INDEX_N, INDEX_THREADS = 13, 8   # the interlude's example (its test in test_checker.cpp too)
+
+
+def index_map() -> Figure:
+    n, threads = INDEX_N, INDEX_THREADS
+    blocks = (n + threads - 1) // threads
+    cols = blocks * threads
+    assert (blocks, cols - n) == (2, 3)   # the caption's two blocks and three threads past n
+    f = Figure(820, 0, "Thirteen elements over blocks of eight threads",
+               f"n = {n}, blockDim.x = {threads}: a grid of {blocks} blocks, {cols} threads. "
+               f"Thread t of block b takes i = {threads}b + t; the last {cols - n} threads have "
+               f"i of {n} or more, and the guard returns them.")
+    f.text(10, 14, "i = blockIdx.x * blockDim.x + threadIdx.x, for n = 13 and blockDim.x = 8",
+           size=SIZE_TITLE, weight="bold", mono=True)
+    cw, ch, gx, gy = 44, 26, 104, 62
+
+    def cell(r, c):
+        b, t = divmod(c, threads)
+        if r == 0:
+            return str(t), hue(b)
+        return str(c), hue(b) if c < n else MASKED
+    g = f.grid(gx, gy, 2, cols, cw, ch, cell, size=SIZE, row_labels=["threadIdx.x", "i"],
+               label_size=SIZE)
+    for b in range(blocks):
+        x1, x2 = g.left(b * threads), g.right(b * threads + threads - 1)
+        f.brace(x1 + 2, x2 - 2, gy - 6, f"block {b}: blockIdx.x = {b}", below=False,
+                color=hue(b).ink, size=SIZE)
+    f.line(g.left(threads), gy, g.left(threads), g.bottom(1), stroke=INK, sw=1.5)
+    f.brace(g.left(n) + 2, g.right(cols - 1) - 2, g.bottom(1) + 4, "i ≥ n: returns",
+            color=MASKED.ink, size=SIZE)
+    ay = g.bottom(1) + 44
+    for c in range(n):
+        f.line(g.cx(c), g.bottom(1) + 1, g.cx(c), ay - 1, stroke=RULE, sw=1)
+    arr = f.grid(gx, ay, 1, n, cw, ch, lambda r, c: (str(c), FREE), size=SIZE,
+                 row_labels=["x[i], y[i]"], label_size=SIZE)
+    y = arr.bottom(0) + 26
+    f.legend(gx, y, [(hue(0), "block 0"), (hue(1), "block 1"),
+                     (MASKED, f"a thread past n = {n}: no element")], size=SIZE)
+    f.height = y + 10
+    return f
+
+
 # ---- the H100 measurements ------------------------------------------------------------------------
 
 def gpu() -> Figure:
@@ -661,4 +704,4 @@ FIGURES = {"lab05_key_cache": key_cache, "lab05_value_cache": value_cache,
            "lab05_warp_butterfly": warp_butterfly, "lab05_shuffle_sum": shuffle_sum,
            "lab05_gpu": gpu,
            "lab05_hierarchy": hierarchy, "lab05_coalescing": coalescing,
-           "lab05_occupancy": occupancy}
+           "lab05_occupancy": occupancy, "lab05_index_map": index_map}

@@ -13,6 +13,7 @@ static_assert(sizeof(SIMT_BACKEND_NAME) == sizeof("cuda"), "nvcc must select the
 /// Calls every host driver once, so that nvcc instantiates every launch and buffer operation.
 void probe_every_driver() {
   const std::vector<float> values(4 * 128, 1.0f);
+  (void)axpy(2.0f, values, values, 128);
   (void)block_sums<128>(values, false);
   (void)block_sums<128>(values, true);
   (void)reverse_blocks(values, 128, 64);

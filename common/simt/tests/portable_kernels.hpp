@@ -10,6 +10,15 @@
 
 namespace simt_tests::SIMT_BACKEND {
 
+/// [axpy]
+/// y[i] = a * x[i] + y[i] for every i below n: one thread per element. The grid is rounded up
+/// to whole blocks, so the last block may hold threads past n; the guard sends them home.
+__global__ void axpy_kernel(int n, float a, const float* __restrict__ x, float* __restrict__ y) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);  // the global index
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+/// [axpy]
+
 /// [tree_reduce]
 /// out[blockIdx.x] = sum of in[blockIdx.x * kThreads + t] over the block's kThreads threads,
 /// by halving a shared-memory array: each round needs the barrier, or a thread adds a partner
@@ -109,6 +118,22 @@ __global__ void round_trip_kernel(const float* __restrict__ in, __half* __restri
 }
 
 // ---- Host drivers --------------------------------------------------------------------------
+
+/// [axpy_host]
+/// Returns a * x + y, computed on the device with `threads` threads per block.
+inline std::vector<float> axpy(float a, const std::vector<float>& x, std::vector<float> y,
+                               int threads) {
+  const int n = static_cast<int>(x.size());
+  simt::DeviceBuffer<float> d_x(x.size());  // device memory: [n] each
+  simt::DeviceBuffer<float> d_y(y.size());
+  d_x.upload(x.data(), x.size());  // host to device
+  d_y.upload(y.data(), y.size());
+  const int blocks = (n + threads - 1) / threads;  // rounded up: every element gets a thread
+  simt::launch(axpy_kernel, dim3(blocks), dim3(threads), 0, n, a, d_x.data(), d_y.data());
+  d_y.download(y.data(), y.size());  // device to host, once the kernel has finished
+  return y;
+}
+/// [axpy_host]
 
 /// Returns the per-block sums of `in` ([blocks * kThreads]) by the tree or the shuffle kernel.
 template <int kThreads>

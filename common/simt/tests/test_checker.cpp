@@ -263,6 +263,33 @@ TEST_F(SimtChecker, ReadBeforeTheStartOfADeviceBufferIsReported) {
        "4 bytes before the start of key_cache (256 bytes)"});
 }
 
+constexpr int kAxpyAccess = __LINE__ + 6;
+/// axpy_kernel (portable_kernels.hpp) without its guard `if (i < n)`: a grid rounded up to
+/// whole blocks then runs threads past the end of x and y. Here, not in test_kernels.cpp, so
+/// that the checker sees its accesses.
+__global__ void axpy_unguarded_kernel([[maybe_unused]] int n, float a, const float* x, float* y) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  y[i] = a * x[i] + y[i];
+}
+
+TEST_F(SimtChecker, AxpyWithoutItsGuardRunsPastTheEndOfTheLastBlock) {
+  // n = 13 over blocks of 8 threads: two blocks, and threads 5 to 7 of block 1 have i >= 13.
+  const int n = 13, threads = 8, blocks = (n + threads - 1) / threads;
+  simt::DeviceBuffer<float> x(n), y(n);
+  x.set_name("x");
+  y.set_name("y");
+  const auto run = [&] {
+    simt::launch(axpy_unguarded_kernel, dim3(blocks), dim3(threads), 0, n, 2.0f, x.data(),
+                 y.data());
+  };
+  ExpectErrorUnderEverySchedule(run, {"out of bounds in axpy_unguarded_kernel", "block (1, 0, 0)",
+                                      "test_checker.cpp:" + std::to_string(kAxpyAccess),
+                                      "past the end of"});
+  const ScopedSchedule schedule(Schedule::Forward);  // the first thread out of bounds is named
+  ExpectKernelError(run, {"thread 5 (warp 0, lane 5) reads 4 bytes",
+                          "0 bytes past the end of x (52 bytes)"});
+}
+
 TEST_F(SimtChecker, EveryByteInsideRaisesNothing) {
   simt::DeviceBuffer<float> in(64), out(64);
   ExpectCleanUnderEverySchedule(

@@ -30,6 +30,24 @@ std::vector<float> reversed_blocks(const std::vector<float>& in, int n) {
 
 constexpr Schedule kAllSchedules[] = {Schedule::Forward, Schedule::Reverse, Schedule::Random};
 
+// ---- One thread per element ----------------------------------------------------------------
+
+// Sizes around the block of 128: one element, one short of a block, a block, one past, and a
+// last block of 104 threads out of 128 (test_checker.cpp runs the kernel without its guard).
+TEST(SimtKernels, AxpyOverRaggedSizesIsExactUnderEverySchedule) {
+  for (const int n : {1, 127, 128, 129, 1000}) {
+    const std::vector<float> x = small_integers(n, 5);
+    const std::vector<float> y = small_integers(n, 6);
+    std::vector<float> expected(n);
+    for (int i = 0; i < n; ++i) expected[i] = 3.0f * x[i] + y[i];  // small integers: exact
+    for (const Schedule s : kAllSchedules) {
+      const ScopedSchedule schedule(s, 14);
+      EXPECT_EQ(emu::axpy(3.0f, x, y, 128), expected) << "n " << n << ", "
+                                                      << simt::schedule_name(s);
+    }
+  }
+}
+
 /// [test_tree_reduce]
 TEST(SimtKernels, SharedMemoryTreeReductionOver128Threads) {
   const std::vector<float> in = small_integers(3 * 128, 1);  // [3 blocks * 128]
