@@ -1,6 +1,6 @@
 /// \file
 /// Lab 03 — flash-decoding: one decode query attends each key partition on its own, every
-/// partition is summarised by an unnormalised triple (m, denom, acc), and the triples merge
+/// partition is summarised by an unnormalized triple (m, denom, acc), and the triples merge
 /// exactly into the dense answer in any order and any tree shape. All float64, all on the CPU.
 #pragma once
 
@@ -30,7 +30,7 @@ struct Partial {
   Vec acc;  // [dv]
 };
 
-/// Returns the unnormalised summary (m, denom, acc) of attention by q over the keys K and
+/// Returns the unnormalized summary (m, denom, acc) of attention by q over the keys K and
 /// values V; K may have zero rows, which gives the empty partial {-inf, 0, zeros(dv)}.
 /// q: [d]; K: [n, d]; V: [n, dv] -> Partial with acc: [dv].
 Partial attend_partial(const Vec& q, const RowsView& K, const RowsView& V);

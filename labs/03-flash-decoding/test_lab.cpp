@@ -81,7 +81,7 @@ std::vector<Partial> attend_ranges(const Problem& p, int num_partitions) {
 
 Partial empty_partial(Eigen::Index dv) { return {-kInf, 0.0, Vec::Zero(dv)}; }
 
-Vec normalised(const Partial& p) { return p.acc / p.denom; }
+Vec normalized(const Partial& p) { return p.acc / p.denom; }
 
 Partial left_fold(const std::vector<Partial>& partials) {
   Partial total = partials.front();
@@ -117,8 +117,8 @@ void expect_same_summary(const Partial& expected, const Partial& actual) {
 
 // ---- attend_partial -----------------------------------------------------------------------
 
-/// [test_unnormalised_triple]
-TEST(AttendPartial, ReturnsTheUnnormalisedTriple) {
+/// [test_unnormalized_triple]
+TEST(AttendPartial, ReturnsTheUnnormalizedTriple) {
   Rng rng(301);
   const Problem p = make_problem(rng, 45);
   expect_spread(p);
@@ -147,12 +147,12 @@ TEST(AttendPartial, ReturnsTheUnnormalisedTriple) {
   const Partial got = attend_partial(p.q, p.K, p.V);
   EXPECT_NEAR(static_cast<double>(m), got.m, kScoreTol) << "m is the largest score";
   EXPECT_GT(got.denom, 1.5) << "denom is the sum of the weights e^(s - m), not 1: a partial "
-                               "is never normalised";
+                               "is never normalized";
   EXPECT_NEAR(static_cast<double>(denom), got.denom, kExactTol * static_cast<double>(denom));
   EXPECT_TRUE(AllClose(acc_expected, got.acc, kExactTol, kExactTol))
       << "acc = sum_i e^(s_i - m) v_i, not divided by denom";
 }
-/// [test_unnormalised_triple]
+/// [test_unnormalized_triple]
 
 TEST(AttendPartial, ZeroKeysGiveTheEmptyPartial) {
   // No keys, so no logits to spread: the output is fixed by definition.
@@ -227,7 +227,7 @@ TEST(Merge, Commutes) {
       << "merge(a, b).acc = " << ab.acc.transpose() << "\nmerge(b, a).acc = " << ba.acc.transpose();
   Mat k_all(60, p.K.cols());  // [60, d], the keys the two partials cover
   k_all << p.K.topRows(25), k_low;
-  EXPECT_TRUE(AllClose(pa::testing::reference_attention(p.q, k_all, p.V), normalised(ab),
+  EXPECT_TRUE(AllClose(pa::testing::reference_attention(p.q, k_all, p.V), normalized(ab),
                        kExactTol));
 }
 /// [test_merge_commutes]
@@ -258,8 +258,8 @@ TEST(Merge, TreeOfMergesEqualsLeftFold) {
   EXPECT_EQ(left.m, tree.m);
   expect_same_summary(left, right);
   expect_same_summary(left, tree);
-  EXPECT_TRUE(AllClose(dense_truth(p), normalised(tree), kExactTol));
-  EXPECT_TRUE(AllClose(dense_truth(p), normalised(left), kExactTol));
+  EXPECT_TRUE(AllClose(dense_truth(p), normalized(tree), kExactTol));
+  EXPECT_TRUE(AllClose(dense_truth(p), normalized(left), kExactTol));
 }
 /// [test_tree_equals_fold]
 

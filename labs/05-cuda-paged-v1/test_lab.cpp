@@ -394,7 +394,7 @@ TEST_P(PagedAttentionV1, EqualValuesComeBackWhateverTheWeights) {
 // head: 1 in dimension t, 0 elsewhere) out[seq, head, t] = sum_t' p_t' v_t'[t] = p_t: the output
 // row IS the weight vector, one dimension per token. Two tests then split the softmax in two.
 // The ratio of two weights, p_t / p_t' = e^(l_t - l_t'), does not depend on the denominator at
-// all: it holds whatever the normalisation and is broken by a wrong logit (the query, q·k, the
+// all: it holds whatever the normalization and is broken by a wrong logit (the query, q·k, the
 // scale, the mask) or a max that differs between tokens (TODOs 1-3). The sum of the weights over
 // the real tokens is 1 whatever the logits are, and is broken by a wrong denominator or a wrong
 // set of exponentials summed (TODO 4). Both go through the value side (TODOs 5-7), which the
@@ -504,7 +504,7 @@ TEST_P(PagedAttentionV1, WeightsAreInTheRatioOfExpLogits) {
                         << " vs token " << top << " (the largest logit), out[" << t << "] / out["
                         << top << "] = " << got << ", want e^(" << logits(t) << " - "
                         << logits(top) << ") = " << want
-                        << ". A common factor of all weights (the normalisation) cancels in this "
+                        << ". A common factor of all weights (the normalization) cancels in this "
                            "ratio, so the logits themselves are wrong before the softmax: the "
                            "query in shared memory (TODO 1), q·k of this token's key, the scale "
                            "or the mask (TODO 2), or a max that is not the same for every token "

@@ -61,7 +61,7 @@ constexpr double kMaxLogitTol = 1e-4;
 // denom: a float32 sum of <= 512 exponentials whose exponents carry the logits' ~1e-6 error.
 constexpr double kExpSumRtol = 1e-4;
 // acc: the same sums weighted by values ~N(0, 1); its natural scale is denom, so the tolerance
-// is 1e-4 * denom plus 1e-4 relative. Normalising (acc / denom) misses by a factor of denom.
+// is 1e-4 * denom plus 1e-4 relative. Normalizing (acc / denom) misses by a factor of denom.
 constexpr double kAccTol = 1e-4;
 /// [tolerances]
 

@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(kNumThreads) gqa_decode_kernel(
   //      transpose (§ wmma: the API, and what the emulator checks). Barrier (A);
   //   c. the online softmax of each row — one query head per row, ROW_THREADS threads each:
   //      the row's new max and sum, the weight tile W = tiles.p [kTileRows, Tiles::kLdP] =
-  //      e^(s - new max), unnormalised (0 for a token at or past end), tiles.row_alpha[row]
+  //      e^(s - new max), unnormalized (0 for a token at or past end), tiles.row_alpha[row]
   //      = the factor the old acc and denom shrink by.
   //      Invariant: no max or sum crosses rows (§ The online softmax, one row per query head);
   //   d. this tile's values have landed, and W, row_alpha and the values are visible to every

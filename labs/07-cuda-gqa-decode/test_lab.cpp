@@ -51,7 +51,7 @@ struct Tolerance {
 ///  - W: the weights e^(s - m) are rounded to the input type before the W·V product on the
 ///    tensor cores (as in FlashAttention), a relative error of up to u = 2^-11 (float16) or 2^-8
 ///    (bfloat16) per weight, which moves an output by at most u * sum_t p_t |v_t| (p_t: the
-///    normalised weight): u times a p-weighted mean of |v|, about 1 for the tests' N(0, 1)
+///    normalized weight): u times a p-weighted mean of |v|, about 1 for the tests' N(0, 1)
 ///    values (it reaches max|v| only if all the weight sits on the largest value), and the
 ///    per-weight errors' signs differ, so atol = 2u covers it with room;
 ///  - out: the final rounding to the output type, half an ulp; rtol is one ulp (two half-ulps)

@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v2_kernel(
     logits[i] = e;
     exp_sum += e;
   }
-  // Not normalised: the merge needs e^(l - m) as it is. block_sum's barrier also publishes
+  // Not normalized: the merge needs e^(l - m) as it is. block_sum's barrier also publishes
   // every exponential to the value loop.
   exp_sum = block_sum<NUM_WARPS>(&red_smem[NUM_WARPS], exp_sum);
 

@@ -17,7 +17,7 @@ both. From it:
   says nothing. The known bugs whose whole pattern (what fails and what passes) is closest say
   it: each step also scores the mean over its known bugs of exp(-NEIGHBOUR_DECAY * d), d the
   specificity-weighted count of tests one fails and the other passes; the two scores, each
-  normalised over the steps, are mixed NEIGHBOUR_SHARE to the neighbours;
+  normalized over the steps, are mixed NEIGHBOUR_SHARE to the neighbours;
 - the first test shown: among the failing tests, the one the catalogue means for bugs of that
   step (named most often in their `Caught by:`), else one whose hint points at the step's
   section, else the most specific.
@@ -206,7 +206,7 @@ def step_weights(cat: Catalogue, test: str, steps: list[hints.Step], table: dict
     share = CHAPTER_SHARE if known else 1.0
     for sid in chapter:
         dist[sid] = dist.get(sid, 0.0) * (1 - share if sid in dist else 1) + share / len(chapter)
-    if chapter and known:   # renormalise the data's part where the chapter took its share
+    if chapter and known:   # renormalize the data's part where the chapter took its share
         for sid in dist:
             if sid not in chapter:
                 dist[sid] *= 1 - share
