@@ -111,7 +111,8 @@ var BookNav = {
   /**
    * The sidebar shows every chapter with its three pages: "Chapters" is opened, and under it each
    * chapter's entry, so its bench and its notes show indented under its title wherever the
-   * reader is. (Doxygen's tree opens only the branch of the page shown, so a chapter's bench and
+   * reader is; "Conventions" and "Appendices" are opened too, so Notation by lab and the Glossary,
+   * which every chapter's glance points to, are always in the sidebar. (Doxygen's tree opens only the branch of the page shown, so a chapter's bench and
    * notes were in view only from inside it.) The tree is built after the page loads and Doxygen
    * then opens the path to the page itself, so this waits for that (the page's entry marked, or
    * on the front page the tree's root shown) and tries again until every entry is open, a few
@@ -130,10 +131,13 @@ var BookNav = {
     var here = window.location.pathname.split("/").pop() || "index.html";
     var selected = document.querySelector("#nav-tree-contents div.item.selected");
     var chapters = null;
+    var others = [];  // Conventions (Notation by lab under it) and the Appendices, opened too
     var items = document.querySelectorAll("#nav-tree-contents div.item");
     for (var i = 0; i < items.length; ++i) {
       var label = items[i].querySelector("span.label");
-      if (label && label.textContent.trim() === "Chapters") { chapters = items[i]; break; }
+      var text = label ? label.textContent.trim() : "";
+      if (text === "Chapters") chapters = items[i];
+      else if (text === "Conventions" || text === "Appendices") others.push(items[i]);
     }
     var done = false;
     if (chapters && (selected || here === "index.html")) {
@@ -143,6 +147,9 @@ var BookNav = {
       if (labs.length === 0) done = false;
       for (var j = 0; j < labs.length; ++j) {
         done = open(labs[j]) && done;
+      }
+      for (var k = 0; k < others.length; ++k) {
+        done = open(others[k]) && done;
       }
     }
     if (done) {
