@@ -1,5 +1,5 @@
 """Lab 06's pictures (labs/06-cuda-split-kv/README.md): the split-KV grid, which scratch entries
-the attention kernel writes, and the reduce kernel as a merge tree. The example batch is the one
+the attention kernel writes, and the reduce kernel: max, rescale, ordered sum. The example batch is the one
 of the test EmptyTrailingPartitionsAreNeverWrittenOrMerged: 1100, 40 and 600 tokens, partitions
 of 512. Last, the H100 run of lab06_bench (docs/figures/gpu/)."""
 import h100
@@ -121,7 +121,7 @@ SUB = "₀₁₂₃₄₅₆₇₈₉"  # subscript digits: the index of a parti
 
 def reduce() -> Figure:
     n = 5
-    f = Figure(820, 372, "The reduce kernel as a merge tree",
+    f = Figure(820, 372, "The reduce kernel: max, rescale, ordered sum",
                "Five partials of one (sequence, head): their maxima fold into M; each partition "
                "gets its rescale factor βₚ, e to the power mₚ − M; each partition's denominator and "
                "accumulator, rescaled by its βₚ, are summed, and the sum is divided once.")
