@@ -150,8 +150,8 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v2_reduce_kernel(
   //         NUM_THREADS < HEAD_SIZE), denom = sum_p beta_p denom_p over the block. The weights
   //         pass through SIMT_DYNAMIC_SHARED(float, weights) [NUM_THREADS], a tile of partitions
   //         at a time. Invariants: no weight exceeds 1; a tile's weights are read only after all
-  //         are written, and overwritten only after all are read (§ The reduce kernel: a merge
-  //         tree).
+  //         are written, and overwritten only after all are read (§ The reduce kernel: max,
+  //         rescale, ordered sum).
 
   // TODO 4. Goal: out[seq_idx, head_idx, :] = acc / denom, rounded to scalar_t once.
   //         Stuck on a step? tools/lab hint 06 reduce.N
