@@ -192,13 +192,14 @@ var BookNav = {
   },
 
   /**
-   * Short sidebar entries. A chapter's title is long ("Lab 07 — Grouped-query decode on tensor
-   * cores over vLLM V1's cache") and wraps in the sidebar, where "Lab 07" would start one line
-   * and the title run on under it. The sidebar shows the number apart, as a book's table of
+   * Short sidebar entries. A chapter's title ("Lab 07 — Tensor-core GQA decode") would put
+   * "Lab 07" at the start of every entry, and a longer one wrap with the title running on under
+   * the number. The sidebar shows the number apart, as a book's table of
    * contents does: "07" in a column of its own, the title beside it, its wrapped lines under its
    * first (a hanging indent); a chapter's bench and notes pages, listed under it, say only "At the
    * bench" and "Notes and measurements"; an appendix "C", a section of one "A.5". Page titles, the
-   * breadcrumb and the links at a page's foot keep the full titles; the entry's tooltip has it.
+   * breadcrumb and the links at a page's foot keep the whole title ("Lab 07 — ..."); so does the
+   * entry's tooltip.
    * Doxygen builds the sidebar's entries as branches open, so new ones are relabelled as they come.
    */
   shortLabel: function (title) {

@@ -211,7 +211,7 @@ def tests_table(lines: list[str], lab: str | None = None,
     return out
 
 
-# A chapter's first line, `# Lab 05 — The CUDA kernel: more words {#lab_05}`, and the headings
+# A chapter's first line, `# Lab 05 — CUDA paged attention (v1) {#lab_05}`, and the headings
 # its bench page and its notes page start at.
 CHAPTER_TITLE = re.compile(r"# (Lab (\d\d) — [^{]*?)\s*\{#lab_(\d\d)\}\s*")
 BENCH_START = re.compile(r"## Files \{#lab_(\d\d)_files\}\s*")
@@ -226,9 +226,9 @@ LINE_BREAK = "\\ilinebr "
 
 
 def short_title(title: str) -> str:
-    """A chapter's title up to its colon, as the sidebar shows it where docs/CMakeLists.txt
-    gives it no shorter one (pa_nav_title_NN)."""
-    return title.split(":", 1)[0].strip()
+    """A chapter's title, "Lab 05 — CUDA paged attention (v1)": its one name, the sidebar's and
+    the page's (docs/CMakeLists.txt); its longer description is the subtitle line under it."""
+    return title.strip()
 
 
 def bench_title(lab: str) -> str:

@@ -16,7 +16,7 @@ ROOM = "[0-9][0-9]-*"   # labs/NN-name, solutions/NN-name
 class Lab:
     number: str   # "02"
     room: str     # "02-online-softmax"
-    title: str    # "Paged attention with online softmax"
+    title: str    # "Online softmax"
 
     @property
     def target(self) -> str:

@@ -703,7 +703,7 @@ class ChapterSplitTest(unittest.TestCase):
     built book to that shape, and docs/tidy_html.py numbers the pages' figures, formulas and
     tables as one chapter."""
 
-    README = ["# Lab 05 — The kernel: and more {#lab_05}\n", "\n", "Lesson.\n", "\n",
+    README = ["# Lab 05 — The kernel {#lab_05}\n", "\n", "Lesson.\n", "\n",
               "## Background {#lab_05_background}\n", "\n", "- a list item that a line after it\n",
               "  would continue\n", "\n", "## Files {#lab_05_files}\n", "\n", "Files.\n", "\n",
               "## What the tests prove {#lab_05_tests}\n", "\n", "Tests.\n", "\n",

@@ -27,7 +27,7 @@ from labkit import build as cmake  # noqa: E402
 from labkit.labs import Lab  # noqa: E402
 from labkit.paths import ROOT  # noqa: E402
 
-LAB = Lab("05", "05-cuda-paged-v1", "The CUDA paged_attention_v1 kernel")
+LAB = Lab("05", "05-cuda-paged-v1", "CUDA paged attention (v1)")
 
 # What the emulator reports for a shuffle that only some lanes reach (common/simt/src/report.cpp),
 # as GoogleTest prints an exception: the last clause is the one a fixed-width cut used to lose.

@@ -19,7 +19,7 @@ from labkit import grading, labs, release, reports, testrun  # noqa: E402
 from labkit.labs import Lab  # noqa: E402
 from labkit.paths import ROOT  # noqa: E402
 
-LAB = Lab("02", "02-online-softmax", "Paged attention with online softmax")
+LAB = Lab("02", "02-online-softmax", "Online softmax")
 
 
 def sample_grades() -> list[grading.LabGrade]:
