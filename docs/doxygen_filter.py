@@ -51,6 +51,10 @@ TESTS_COLUMNS = ('<tr><th class="book-test-name">test</th><th class="book-test-p
 TEST_NAME = re.compile(r"`(\w+)\.([^`]+)`")
 # The end of every graded row's hint (grading.py requires it): the section it points to.
 HINT_SECTION = re.compile(r"→\s*\\ref\s+(\w+)\s*$")
+# A table row that is a hint's target: `| \anchor name **Title**<br>...` (the classic stumbles);
+# a bare \ref to it would show the anchor's name, so the hint gets the title as its text.
+ROW_ANCHOR = re.compile(r"\\anchor\s+(\w+)\s+\*\*(.*?)\*\*")
+ROW_TITLES: dict[str, str] = {}
 # A value-parameterised suite of a lab's tests: `INSTANTIATE_TEST_SUITE_P(, Suite,
 # ::testing::Values(Backend::kEmulator, Backend::kCuda), ...)` runs every test as Test/Emulator
 # and Test/Cuda.
@@ -155,7 +159,10 @@ def _html_rows(rows: list[_Row], backends: dict[str, list[str]]) -> list[str]:
         section = HINT_SECTION.search(row.hint)
         if section:
             question = row.hint[:section.start()].strip()
-            pins += _hint(f"{question} →&nbsp;§&nbsp;\\ref {section.group(1)}")
+            target = section.group(1)
+            if target in ROW_TITLES:
+                target += ' "' + ROW_TITLES[target].replace('"', "'") + '"'
+            pins += _hint(f"{question} →&nbsp;§&nbsp;\\ref {target}")
         elif row.hint and row.hint not in ("—", "-"):
             pins += _hint(row.hint)
         html += (f'<tr><td class="book-test-name">{name}</td>'
@@ -421,6 +428,7 @@ def main(path: str) -> int:
     with open(path, encoding="utf-8") as f:
         text = f.read()
     if path.endswith(".md"):
+        ROW_TITLES.update((m.group(1), m.group(2)) for m in ROW_ANCHOR.finditer(text))
         chapter = re.search(r"labs/(\d\d)-[^/]*/README\.md$", path.replace("\\", "/"))
         sources = [test.read_text(encoding="utf-8")
                    for test in sorted(Path(path).parent.glob("test_*.cpp"))] if chapter else []

@@ -84,9 +84,13 @@ class TableError(ValueError):
 
 
 def section_titles(readme: str) -> dict[str, str]:
-    """Anchor -> heading text of every `## Heading {#anchor}` of a chapter."""
-    return {m.group(2): m.group(1).strip()
-            for m in re.finditer(r"^#+\s*(.*?)\s*\{#(\w+)\}\s*$", readme, re.M)}
+    """Anchor -> heading text of every `## Heading {#anchor}` of a chapter, and -> the bold
+    title of every table row that starts `\\anchor name **Title**` (the classic stumbles)."""
+    titles = {m.group(1): m.group(2)
+              for m in re.finditer(r"\\anchor\s+(\w+)\s+\*\*(.*?)\*\*", readme)}
+    titles.update((m.group(2), m.group(1).strip())
+                  for m in re.finditer(r"^#+\s*(.*?)\s*\{#(\w+)\}\s*$", readme, re.M))
+    return titles
 
 
 def read_table(lab: Lab, root: Path = ROOT) -> dict[str, Row]:
