@@ -141,6 +141,13 @@ class Chapters(unittest.TestCase):
                     self.assertTrue(r.hint, f"{r.key} has no hint")
                     self.assertNotIn("\\f$", r.hint, f"{r.key}: a hint is plain words")
 
+    def test_a_stumbles_row_anchor_is_a_section_with_its_bold_title(self):
+        readme = ("## Notes {#lab_05_notes}\n\n| stumble | what you see |\n|---|---|\n"
+                  "| \\anchor lab_05_note_tail **The tail of the last block**<br>`T` | NaN |\n")
+        titles = grading.section_titles(readme)
+        self.assertEqual(titles["lab_05_note_tail"], "The tail of the last block")
+        self.assertEqual(titles["lab_05_notes"], "Notes")
+
     def test_table_errors_name_the_line(self):
         bad = ROOT / "build" / "tools-unit" / "labs" / "02-online-softmax"
         bad.mkdir(parents=True, exist_ok=True)
