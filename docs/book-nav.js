@@ -111,9 +111,10 @@ var BookNav = {
   /**
    * The sidebar shows every chapter with its three pages: "Chapters" is opened, and under it each
    * chapter's entry, so its bench and its notes show indented under its title wherever the
-   * reader is; "Conventions" and "Appendices" are opened too, so Notation by lab and the Glossary,
-   * which every chapter's glance points to, are always in the sidebar. (Doxygen's tree opens only the branch of the page shown, so a chapter's bench and
-   * notes were in view only from inside it.) The tree is built after the page loads and Doxygen
+   * reader is; "Conventions" and "Appendices" are opened too, so Notation by lab and the
+   * Glossary, which every chapter's glance points to, are always in the sidebar. (Doxygen's tree
+   * opens only the branch of the page shown, so a chapter's bench and notes were in view only
+   * from inside it.) The tree is built after the page loads and Doxygen
    * then opens the path to the page itself, so this waits for that (the page's entry marked, or
    * on the front page the tree's root shown) and tries again until every entry is open, a few
    * times at most, then gives up quietly; the page's own entry is then scrolled into view.

@@ -54,7 +54,6 @@ HINT_SECTION = re.compile(r"→\s*\\ref\s+(\w+)\s*$")
 # A table row that is a hint's target: `| \anchor name **Title**<br>...` (the classic stumbles);
 # a bare \ref to it would show the anchor's name, so the hint gets the title as its text.
 ROW_ANCHOR = re.compile(r"\\anchor\s+(\w+)\s+\*\*(.*?)\*\*")
-ROW_TITLES: dict[str, str] = {}
 # A value-parameterised suite of a lab's tests: `INSTANTIATE_TEST_SUITE_P(, Suite,
 # ::testing::Values(Backend::kEmulator, Backend::kCuda), ...)` runs every test as Test/Emulator
 # and Test/Cuda.
@@ -132,7 +131,8 @@ def _hint(text: str) -> str:
             f'<span class="book-hint-text">{text}</span></details>')
 
 
-def _html_rows(rows: list[_Row], backends: dict[str, list[str]]) -> list[str]:
+def _html_rows(rows: list[_Row], backends: dict[str, list[str]],
+               row_titles: dict[str, str]) -> list[str]:
     """The HTML of each row of a test table, headings of suites included; the first also opens
     the table with its totals and column headings, the last closes it."""
     graded = [row for row in rows if row.points]
@@ -160,8 +160,8 @@ def _html_rows(rows: list[_Row], backends: dict[str, list[str]]) -> list[str]:
         if section:
             question = row.hint[:section.start()].strip()
             target = section.group(1)
-            if target in ROW_TITLES:
-                target += ' "' + ROW_TITLES[target].replace('"', "'") + '"'
+            if target in row_titles:
+                target += ' "' + row_titles[target].replace('"', "'") + '"'
             pins += _hint(f"{question} →&nbsp;§&nbsp;\\ref {target}")
         elif row.hint and row.hint not in ("—", "-"):
             pins += _hint(row.hint)
@@ -191,6 +191,7 @@ def tests_table(lines: list[str], lab: str | None = None,
     every line after it keeps its number. `lab`: the chapter's number, "05"; `backends`: suite ->
     the backends its tests run on (suite_backends)."""
     out: list[str] = []
+    row_titles = {m.group(1): m.group(2) for m in ROW_ANCHOR.finditer("".join(lines))}
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -213,7 +214,7 @@ def tests_table(lines: list[str], lab: str | None = None,
             out.append("\n")
             out.append("\n")
         out.extend(html + "\n" for html in _html_rows([_Row(l) for l in lines[i + 2:end]],
-                                                      backends or {}))
+                                                      backends or {}, row_titles))
         i = end
     return out
 
@@ -428,7 +429,6 @@ def main(path: str) -> int:
     with open(path, encoding="utf-8") as f:
         text = f.read()
     if path.endswith(".md"):
-        ROW_TITLES.update((m.group(1), m.group(2)) for m in ROW_ANCHOR.finditer(text))
         chapter = re.search(r"labs/(\d\d)-[^/]*/README\.md$", path.replace("\\", "/"))
         sources = [test.read_text(encoding="utf-8")
                    for test in sorted(Path(path).parent.glob("test_*.cpp"))] if chapter else []

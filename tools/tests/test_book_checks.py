@@ -611,6 +611,15 @@ class TestTableCaptionTest(unittest.TestCase):
         self.assertNotIn("Other tests", out)
         self.assertIn("all in suite `A`", out)
 
+    def test_a_hint_to_a_stumbles_row_links_with_the_rows_title(self):
+        # A bare \ref to an \anchor would show the anchor's name; a heading's \ref shows its own.
+        table = self.TABLE[:2] + ["| `A.B` | 1 | this | Why? → \\ref lab_05_note_tail |\n"]
+        notes = ["| \\anchor lab_05_note_tail **The tail of the last block**<br>`T` | NaN |\n"]
+        out = "".join(self.filter_module().tests_table(table + ["\n"] + notes, "05"))
+        self.assertIn('\\ref lab_05_note_tail "The tail of the last block"', out)
+        plain = "".join(self.filter_module().tests_table(self.TABLE, "05"))
+        self.assertIn("\\ref lab_05_why</span>", plain)
+
     def test_a_captioned_test_table_keeps_its_caption(self):
         lines = ["Table: Our own words,\n", "on two lines.\n", "\n"] + self.TABLE
         out = self.filter_module().tests_table(lines, "05")
