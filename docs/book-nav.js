@@ -155,9 +155,22 @@ var BookNav = {
     }
     if (done) {
       selected = BookNav.markIntroduction() || selected;
-      // After the branches' slide-down: the page's own entry in view.
+      // After the branches' slide-down: the page's own entry in view, mid-sidebar, and the
+      // sidebar stopped at an entry's top edge, so no entry shows cut in half under the search
+      // box.
       setTimeout(function () {
-        if (selected && selected.scrollIntoView) selected.scrollIntoView({ block: "nearest" });
+        if (!selected || !selected.scrollIntoView) return;
+        selected.scrollIntoView({ block: "center" });
+        var tree = document.getElementById("nav-tree");
+        if (!tree || tree.scrollTop <= 0) return;
+        var edge = tree.getBoundingClientRect().top;
+        var rows = tree.querySelectorAll("div.item");
+        for (var r = 0; r < rows.length; ++r) {
+          var box = rows[r].getBoundingClientRect();
+          if (box.bottom <= edge + 1) continue;
+          if (box.top < edge) tree.scrollTop -= edge - box.top;
+          break;
+        }
       }, 400);
       return;
     }
