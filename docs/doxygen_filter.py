@@ -155,6 +155,8 @@ def _html_rows(rows: list[_Row], backends: dict[str, list[str]],
             name = f"`{row.name}`"
             if row.note:
                 name += f'<br><span class="book-test-note">{row.note}</span>'
+        # With a hint, what the row pins is a span and the hint's fold follows it, so that the
+        # folds of all rows line up at the right of their rows (docs/book.css).
         pins = row.pins
         section = HINT_SECTION.search(row.hint)
         if section:
@@ -162,11 +164,13 @@ def _html_rows(rows: list[_Row], backends: dict[str, list[str]],
             target = section.group(1)
             if target in row_titles:
                 target += ' "' + row_titles[target].replace('"', "'") + '"'
-            pins += _hint(f"{question} →&nbsp;§&nbsp;\\ref {target}")
+            pins = (f'<span class="book-test-pins">{pins}</span>'
+                    + _hint(f"{question} →&nbsp;§&nbsp;\\ref {target}"))
         elif row.hint and row.hint not in ("—", "-"):
-            pins += _hint(row.hint)
+            pins = f'<span class="book-test-pins">{pins}</span>' + _hint(row.hint)
+        cell = ' class="book-test-hinted"' if pins != row.pins else ""
         html += (f'<tr><td class="book-test-name">{name}</td>'
-                 f'<td class="book-test-pts">{row.points or "—"}</td><td>{pins}</td></tr>')
+                 f'<td class="book-test-pts">{row.points or "—"}</td><td{cell}>{pins}</td></tr>')
         out.append(html)
     out[0] = ('<table class="book-tests">' + _about(graded, suites, backends) + TESTS_COLUMNS
               + out[0])
