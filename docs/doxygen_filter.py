@@ -27,7 +27,7 @@ right line:
 - The bench page opens with a "Your job" box (your_job), made from what the chapter already
   holds, so it cannot go stale: the file its Files table calls "your file", the steps of the
   lab's hints.json with their § links, `tools/lab grade NN` with the test table's totals, and
-  where the hints are. On the bench page a \\snippet of more than 45 lines is folded behind a
+  where the hints are. On the bench page a \\snippet of more than 30 lines is folded behind a
   summary line that names its file, region, length and TODOs (fold_listings).
 """
 from __future__ import annotations
@@ -378,7 +378,10 @@ def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
 # A \\snippet line of a chapter's bench page, and the marker lines in the file it names.
 SNIPPET = re.compile(r"([ \t]*)\\snippet(\{[^}]*\})?[ \t]+(\S+)[ \t]+([A-Za-z0-9_.-]+)[ \t]*")
 TODO_NUMBER = re.compile(r"\bTODO\s+(\d+)")
-LONG_LISTING = 45  # a listing of more lines than this is folded on a bench page (every API but lab 06's 85 lines shows)
+# A listing of more lines than this is folded on a bench page: the APIs of labs 03 to 07 (37 to
+# 85 lines) and the starters' long kernels fold; lab 01's and lab 02's APIs and every shorter
+# listing stay open.
+LONG_LISTING = 30
 
 
 def _numbers(found: list[int]) -> str:
