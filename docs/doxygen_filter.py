@@ -27,7 +27,7 @@ right line:
 - The bench page opens with a "Your job" box (your_job), made from what the chapter already
   holds, so it cannot go stale: the file its Files table calls "your file", the steps of the
   lab's hints.json with their § links, `tools/lab grade NN` with the test table's totals, and
-  where the hints are. On the bench page a \\snippet of more than 45 lines is folded behind a
+  where the hints are. On the bench page a \\snippet of more than 30 lines is folded behind a
   summary line that names its file, region, length and TODOs (fold_listings).
 """
 from __future__ import annotations
@@ -155,6 +155,8 @@ def _html_rows(rows: list[_Row], backends: dict[str, list[str]],
             name = f"`{row.name}`"
             if row.note:
                 name += f'<br><span class="book-test-note">{row.note}</span>'
+        # With a hint, what the row pins is a span and the hint's fold follows it, so that the
+        # folds of all rows line up at the right of their rows (docs/book.css).
         pins = row.pins
         section = HINT_SECTION.search(row.hint)
         if section:
@@ -162,11 +164,13 @@ def _html_rows(rows: list[_Row], backends: dict[str, list[str]],
             target = section.group(1)
             if target in row_titles:
                 target += ' "' + row_titles[target].replace('"', "'") + '"'
-            pins += _hint(f"{question} →&nbsp;§&nbsp;\\ref {target}")
+            pins = (f'<span class="book-test-pins">{pins}</span>'
+                    + _hint(f"{question} →&nbsp;§&nbsp;\\ref {target}"))
         elif row.hint and row.hint not in ("—", "-"):
-            pins += _hint(row.hint)
+            pins = f'<span class="book-test-pins">{pins}</span>' + _hint(row.hint)
+        cell = ' class="book-test-hinted"' if pins != row.pins else ""
         html += (f'<tr><td class="book-test-name">{name}</td>'
-                 f'<td class="book-test-pts">{row.points or "—"}</td><td>{pins}</td></tr>')
+                 f'<td class="book-test-pts">{row.points or "—"}</td><td{cell}>{pins}</td></tr>')
         out.append(html)
     out[0] = ('<table class="book-tests">' + _about(graded, suites, backends) + TESTS_COLUMNS
               + out[0])
@@ -374,7 +378,10 @@ def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
 # A \\snippet line of a chapter's bench page, and the marker lines in the file it names.
 SNIPPET = re.compile(r"([ \t]*)\\snippet(\{[^}]*\})?[ \t]+(\S+)[ \t]+([A-Za-z0-9_.-]+)[ \t]*")
 TODO_NUMBER = re.compile(r"\bTODO\s+(\d+)")
-LONG_LISTING = 45  # a listing of more lines than this is folded on a bench page (every API but lab 06's 85 lines shows)
+# A listing of more lines than this is folded on a bench page: the APIs of labs 03 to 07 (37 to
+# 85 lines) and the starters' long kernels fold; lab 01's and lab 02's APIs and every shorter
+# listing stay open.
+LONG_LISTING = 30
 
 
 def _numbers(found: list[int]) -> str:

@@ -634,7 +634,8 @@ class TestTableCaptionTest(unittest.TestCase):
         self.assertIn("each runs as `/Emulator` and `/Cuda`, one row for both", out)
         self.assertEqual(out.count("<th"), 3)
         self.assertIn('<td class="book-test-name">`C`</td><td class="book-test-pts">2</td>'
-                      '<td>more<details class="book-hint"><summary>Hint</summary>'
+                      '<td class="book-test-hinted"><span class="book-test-pins">more</span>'
+                      '<details class="book-hint"><summary>Hint</summary>'
                       '<span class="book-hint-text">How? →&nbsp;§&nbsp;\\ref lab_05_how</span>'
                       '</details></td>', out)
         # Folded, closed: the hint comes when asked for, as `tools/lab hint` gives it.
