@@ -58,7 +58,8 @@ class Axes:
 
     def x(self, tokens: float) -> float:
         span = max(self.l1 - self.l0, 1e-9)
-        return LEFT + self.pad + (math.log2(tokens) - self.l0) / span * (RIGHT - LEFT - 2 * self.pad)
+        inner = RIGHT - LEFT - 2 * self.pad
+        return LEFT + self.pad + (math.log2(tokens) - self.l0) / span * inner
 
     def y(self, gbps: float) -> float:
         a, b = math.log10(self.yticks[0]), math.log10(self.yticks[-1])

@@ -409,7 +409,8 @@ def swept(runs: list[dict]) -> dict[str, dict[float, dict]]:
     size and a rate at every size. Lab 03's cascade batches are left out: they are two unrelated
     shapes whose GB/s count different rows, so the summary compares their times instead."""
     return {s: pts for s, pts in by_series(runs).items()
-            if len(pts) > 1 and all(gbps(r) for r in pts.values()) and not s.startswith("BM_Cascade")}
+            if len(pts) > 1 and all(gbps(r) for r in pts.values())
+            and not s.startswith("BM_Cascade")}
 
 
 def book_data(lab: Lab, raw: list[dict], meta: dict) -> dict:

@@ -31,8 +31,8 @@ from pathlib import Path
 from labkit import bench
 from labkit.labs import Lab
 
-PLOT = re.compile(r'<g id="gnuplot_plot_\d+" ><title>([^<]+)</title>(.*?)(?=<g id="gnuplot_plot_|\Z)',
-                  re.S)
+PLOT = re.compile(r'<g id="gnuplot_plot_\d+" ><title>([^<]+)</title>'
+                  r'(.*?)(?=<g id="gnuplot_plot_|\Z)', re.S)
 YTIC = re.compile(r"d='M([\d.]+),([\d.]+) L[\d.]+,[\d.]+ M[\d.]+,[\d.]+ L[\d.]+,[\d.]+  '/>"
                   r'\t<g transform="translate\([\d.]+,[\d.]+\)" [^>]*text-anchor="end">\s*'
                   r'<text><tspan font-family="sans" >\s*([\d.]+)</tspan>')
@@ -106,14 +106,15 @@ def to_data(plot: dict, lab: str) -> dict:
     title = plot["title"].split(" — ", 1)[1]
     meta = META[lab]
     return {"lab": lab, "title": title, **meta, "where": plot["where"],
-            "note": f"Recovered from the plot the run drew (docs/figures/bench/bench_lab{lab}.svg at "
-                    f"commit {COMMIT}) by tools/labkit/bench_recover.py: the run's own results were "
-                    "not kept, so no repetition's value is known (raw: null). Each median, min and "
-                    "max is read back to about 0.003 GB/s; drawn again by the code that drew it, "
-                    "these numbers give the same plot byte for byte. The yardsticks' ranges were "
-                    "not drawn (min, max: null); the chapter's table gives some of them, rounded. "
-                    + ("The load average over 15 minutes was not recorded. " if lab == "04" else "")
-                    + "The command is as Appendix C gives it.",
+            "note": " ".join([
+                f"Recovered from the plot the run drew (docs/figures/bench/bench_lab{lab}.svg",
+                f"at commit {COMMIT}) by tools/labkit/bench_recover.py: the run's own results",
+                "were not kept, so no repetition's value is known (raw: null). Each median, min",
+                "and max is read back to about 0.003 GB/s; drawn again by the code that drew it,",
+                "these numbers give the same plot byte for byte. The yardsticks' ranges were not",
+                "drawn (min, max: null); the chapter's table gives some of them, rounded.",
+                *(["The load average over 15 minutes was not recorded."] if lab == "04" else []),
+                "The command is as Appendix C gives it."]),
             "unit": "GB/s of K and V read", "series": series}
 
 
