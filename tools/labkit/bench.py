@@ -1,5 +1,5 @@
 """`tools/lab bench [NN ...]`: run the labs' Google Benchmark programs, print what they show, and
-plot them. Python 3 standard library, plus gnuplot for the plots.
+plot them. Python 3 standard library, plus gnuplot for the GPU batches' plots.
 
 Each lab's bench_lab.cpp is built as labNN_bench from the implementation LAB_IMPL picks (the
 solutions in an instructor's tree, the starters in a student's: a student times their own code),
@@ -11,9 +11,12 @@ against a read-only kernel over the same bytes in the same run (pa/bench.hpp
 time_against_roofline: the counter `roofline_pct`, and the series BM_Gpu*ReadRoofline), over
 decode batches named by their shape (seqs × tokens, heads/kv heads); those are tabled and drawn
 per batch, with the H100 targets of labs 06 and 07 beside them. Results land in
-build/bench/labNN.json, plots in build/bench/labNN.svg (token sweeps) and labNN_batches.svg (GPU
-batches); --book also copies the plots and a description of the machine into
-docs/figures/bench/ for the chapters.
+build/bench/labNN.json (Google Benchmark's own file, every repetition); the token sweeps' numbers
+in build/bench/bench_labNN.json (book_data: per series and size the median, min and max GB/s and
+every repetition's value, with the machine, the date and the command), and their plot, drawn from
+that file by the book's own code (docs/pictures/book_bench.py), in build/bench/labNN.svg; the GPU
+batches' plot (gnuplot) in labNN_batches.svg. --book also copies bench_labNN.json into
+docs/figures/bench/, from which the book draws the chapters' plots when it is built.
 
 On a machine shared with other work one run of a benchmark is one sample of a noisy quantity:
 --repetitions N runs each benchmark N times (Google Benchmark's --benchmark_repetitions, with
@@ -28,9 +31,11 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -397,64 +402,60 @@ def print_summary(lab: Lab, runs: list[dict], gpu: str | None = None) -> list[tu
     return lines
 
 
-# gnuplot dash types of the yardsticks that share a plot: dashes, dash-dot, dots.
-YARDSTICK_DASHES = {"BM_BaselineRead": "2", "BM_BaselineCopy": "(12,4,2,4)",
-                    "BM_BaselineReadTwoThreads": "(3,3)"}
+# ---- the token sweeps' data and plots ----------------------------------------------------------
+
+def swept(runs: list[dict]) -> dict[str, dict[float, dict]]:
+    """The series of a token sweep that the plots draw: by_series' series with more than one
+    size and a rate at every size. Lab 03's cascade batches are left out: they are two unrelated
+    shapes whose GB/s count different rows, so the summary compares their times instead."""
+    return {s: pts for s, pts in by_series(runs).items()
+            if len(pts) > 1 and all(gbps(r) for r in pts.values())
+            and not s.startswith("BM_Cascade")}
 
 
-def plot(lab: Lab, runs: list[dict], svg: Path, where: str) -> bool:
-    """One SVG: GB/s against tokens (log scale), a line per series, the baselines dashed, the
-    legend below the plot so that the curves get the figure's whole width, padded (`height`) so
-    that its first row keeps clear of the x axis's title. Only sweeps over
-    context length are drawn: lab 03's cascade batches are two unrelated shapes whose GB/s count
-    different rows, so the summary compares their times instead."""
-    t = by_series(runs)
-    t = {s: pts for s, pts in t.items() if len(pts) > 1 and all(gbps(r) for r in pts.values())
-         and not s.startswith("BM_Cascade")}
-    if not t or shutil.which("gnuplot") is None:
-        return False
-    data = svg.with_suffix(".dat")
-    blocks, plots = [], []
-    for i, (s, pts) in enumerate(sorted(t.items(), key=lambda kv: (is_yardstick(kv[0]), kv[0]))):
-        # tokens, median GB/s, then the range of the repetitions (the median twice after one run).
-        rows = []
+def book_data(lab: Lab, raw: list[dict], meta: dict) -> dict:
+    """The data file of a lab's token-sweep plot (docs/figures/bench/bench_labNN.json after
+    --book): `meta` (machine, date, command, repetitions, ...), then per series and token count
+    the median, min and max GB/s of the repetitions (what the plot draws) and `raw`, every
+    repetition's GB/s in the order they ran. `raw` are the iteration runs of load()."""
+    reps: dict[str, list[float]] = defaultdict(list)
+    for r in raw:
+        if not r.get("error_occurred") and r.get("bytes_per_second"):
+            reps[r.get("run_name", r["name"])].append(r["bytes_per_second"] / 1e9)
+    series = {}
+    for s, pts in sorted(swept(medians(raw)).items(), key=lambda kv: (is_yardstick(kv[0]), kv[0])):
+        points = []
         for n, r in sorted(pts.items()):
-            low, high = gbps_range(r) or (gbps(r), gbps(r))
-            rows.append(f"{int(n)} {gbps(r):.4f} {low:.4f} {high:.4f}")
-        blocks.append(f"# {s}\n" + "\n".join(rows))
-        ranged = any(gbps_range(r) for r in pts.values())
-        grey = "#444444" if s in ("BM_BaselineRead", "BM_GpuReadRoofline") else "#999999"
-        # Each yardstick its own dash, so two greys never look alike.
-        dash = YARDSTICK_DASHES.get(s, "2")
-        if is_yardstick(s):
-            style, columns = f"lines dashtype {dash} lw 2 lc rgb '{grey}'", "1:2"
-        elif ranged:  # the median joined by lines, each point's range as an error bar
-            style, columns = "yerrorlines lw 2 pt 7", "1:2:3:4"
-        else:
-            style, columns = "linespoints lw 2 pt 7", "1:2"
-        plots.append(f"'{data}' index {i} using {columns} with {style} title '{s[3:]}'")
-    data.write_text("\n\n\n".join(blocks) + "\n")
-    # The token counts as the book writes them, with thousands separators (16,384).
-    tokens = sorted({int(n) for pts in t.values() for n in pts})
-    xtics = ", ".join(f'"{n:,}" {n}' for n in tokens)
-    script = f"""
-set terminal svg size 820,520 dynamic font 'sans,13' background '#ffffff'
-set output '{svg}'
-set title "Lab {lab.number} — {lab.title}\\n{where}" noenhanced
-set xlabel 'tokens (context length)'
-set ylabel 'GB/s of K and V read'
-set logscale x 2
-set xtics ({xtics})
-set xrange [{tokens[0] / 1.08}:{tokens[-1] * 1.08}]
-set grid
-set key below horizontal maxcols 3 width 2 height 1.5 noenhanced
-set yrange [0:*]
-plot {', '.join(plots)}
-"""
-    done = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
-    if done.returncode != 0:
-        print(f"  gnuplot failed: {done.stderr.strip()[:300]}")
+            values = reps[r.get("run_name", r["name"])]
+            points.append({"tokens": int(n), "median": round(statistics.median(values), 4),
+                           "min": round(min(values), 4), "max": round(max(values), 4),
+                           "raw": [round(v, 4) for v in values]})
+        series[s] = {"yardstick": is_yardstick(s), "points": points}
+    return {"lab": lab.number, "title": lab.title, **meta, "unit": "GB/s of K and V read",
+            "series": series}
+
+
+def write_data(path: Path, data: dict) -> None:
+    """`data` as JSON, a point to a line, so that a diff of two runs reads point by point."""
+    text = json.dumps(data, indent=1, ensure_ascii=False)
+    # A list of numbers on one line, then one line per point: {"tokens": 1024, ..., "raw": [...]}.
+    text = re.sub(r"\[\n\s+((?:[-\d.,\s]|null)*?)\n\s*\]",
+                  lambda m: "[" + re.sub(r"\s*\n\s*", " ", m.group(1)) + "]", text)
+    text = re.sub(r"\{\n\s+(\"tokens\"[^{}]*?)\n\s*\}",
+                  lambda m: "{" + re.sub(r"\s*\n\s*", " ", m.group(1)) + "}", text)
+    path.write_text(text + "\n", encoding="utf-8")
+
+
+def draw(data: dict, svg: Path) -> bool:
+    """The token-sweep plot of a data file, drawn by the book's own code
+    (docs/pictures/book_bench.py, which also draws the book's copies when the book is built)."""
+    pictures = ROOT / "docs" / "pictures"
+    if not (pictures / "book_bench.py").exists():
         return False
+    if str(pictures) not in sys.path:
+        sys.path.insert(0, str(pictures))
+    import book_bench
+    svg.write_text(book_bench.figure(data).svg(), encoding="utf-8")
     return True
 
 
@@ -535,9 +536,9 @@ def run(args, impl: str, picked: list[Lab], with_bench: list[Lab], build: Path, 
     OUT.mkdir(parents=True, exist_ok=True)
     gpu = gpu_name()
     # The plots name the machine and the build, not the day: a figure in the book stays the
-    # same figure until it is measured again. The date goes to the console and machine.txt.
-    where = (f"{machine()}{f' + {gpu}' if gpu else ''} · {impl}s"
-             f"{', -march=native' if flags else ''}")
+    # same figure until it is measured again. The date goes to the console and the data files.
+    built = f"{impl}s{', -march=native' if flags else ''}"
+    where = f"{machine()}{f' + {gpu}' if gpu else ''} · {built}"
     repetitions = getattr(args, "repetitions", 1) or 1
     # The console shows each benchmark's aggregates (mean, median, stddev, cv); the JSON keeps
     # every repetition, which medians() reduces.
@@ -548,7 +549,12 @@ def run(args, impl: str, picked: list[Lab], with_bench: list[Lab], build: Path, 
     dated = f"{where} · {time.strftime('%Y-%m-%d')}"
     # How busy the machine was when the timing began: on a shared machine the figures are only
     # as good as that, so it is printed and kept with them.
-    load_avg = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    loads = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else []
+    load_avg = ", ".join(f"{x:.2f}" for x in loads) or "?"
+    # What the data files keep of the run, beside its numbers: enough to read and to repeat it.
+    meta = {"machine": machine(), "gpu": gpu, "build": built, "date": time.strftime("%Y-%m-%d"),
+            "min_time": args.min_time, "repetitions": repetitions, "load_average": loads,
+            "command": shlex.join(["tools/lab", *sys.argv[1:]]), "where": where}
     print(f"tools/lab bench: {dated} · load average {load_avg} (1, 5, 15 min)")
     status = 0
     summary = []
@@ -570,24 +576,30 @@ def run(args, impl: str, picked: list[Lab], with_bench: list[Lab], build: Path, 
             print(f"Lab {lab.number}: the benchmark program failed ({done.returncode})")
             status = 1
             continue
-        runs, _ = load(result)
-        runs = medians(runs)
+        raw, _ = load(result)
+        runs = medians(raw)
         lines = print_summary(lab, runs, gpu)
         summary += [(lab, *line) for line in lines]
-        for svg, draw in ((OUT / f"{lab.target}.svg", plot),
-                          (OUT / f"{lab.target}_batches.svg", plot_batches)):
-            if draw(lab, runs, svg, where):
-                print(f"  plot: {shown(svg)}")
-                if args.book:
-                    BOOK.mkdir(parents=True, exist_ok=True)
-                    shutil.copy(svg, BOOK / f"bench_{svg.name}")
-    if args.book:
-        BOOK.mkdir(parents=True, exist_ok=True)
-        (BOOK / "machine.txt").write_text(f"{dated}\nload average at the start: {load_avg} "
-                                          f"(1, 5, 15 min)\n")
+        # The token sweeps: their numbers, every repetition's included, into a data file, and
+        # the plot drawn from that file, as the book draws its copy (docs/pictures/book_bench.py).
+        data = book_data(lab, raw, meta)
+        if data["series"]:
+            data_file = OUT / f"bench_{lab.target}.json"
+            write_data(data_file, data)
+            print(f"  data: {shown(data_file)}")
+            if draw(data, OUT / f"{lab.target}.svg"):
+                print(f"  plot: {shown(OUT / f'{lab.target}.svg')}")
+            if args.book:
+                BOOK.mkdir(parents=True, exist_ok=True)
+                shutil.copy(data_file, BOOK / data_file.name)
+        # The GPU batches: a gnuplot plot (not in the book).
+        svg = OUT / f"{lab.target}_batches.svg"
+        if plot_batches(lab, runs, svg, where):
+            print(f"  plot: {shown(svg)}")
     print(f"\n== summary ({dated})")
     for lab, what, figure, met in summary:
         flag = "" if met is None else ("target met" if met else "target NOT met")
         print(f"  lab {lab.number}  {what:<70} {figure:<28} {flag}")
     print(f"tools/lab bench: {time.monotonic() - start:.0f} s; results in {shown(OUT)}/")
     return status
+

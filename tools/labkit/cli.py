@@ -260,7 +260,8 @@ def parser() -> argparse.ArgumentParser:
                    help="run each benchmark N times, randomly interleaved, and report the median "
                         "and the range (min–max) of the N (default 1: one run, as CI does)")
     p.add_argument("--book", action="store_true",
-                   help="also copy the plots and the machine's description into docs/figures/bench")
+                   help="also copy the plots' data (bench_labNN.json) into docs/figures/bench, "
+                        "from which the book draws them")
     p.add_argument("--ptxas", action="store_true",
                    help="no timing: compile the benchmarked kernels with nvcc -Xptxas -v and put "
                         "their design table (registers, blocks/SM, waves, bytes in flight on an "
