@@ -20,10 +20,45 @@
 #include <utility>
 #include <vector>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "pa/testing.hpp"
 #include "pa/types.hpp"
 
 namespace pa::bench {
+
+// ---- The allocator under the CPU benchmarks ---------------------------------------------------
+
+/// Keeps the memory the program frees inside the process for its next allocation, as an
+/// inference engine's caching allocator does, so that a series times the code and not the page
+/// faults of fresh memory. By default glibc maps a large allocation fresh from the operating
+/// system and unmaps it when freed (above 128 KiB at first; the threshold rises with use, to at
+/// most 32 MiB), so a call that allocates a history-sized buffer touches fresh pages each time
+/// (lab 01's chapter measures that cost).
+/// A no-op on a C library other than glibc.
+inline void keep_freed_memory() {
+#if defined(__GLIBC__)
+  constexpr int kNeverMap = 1 << 30;  // 1 GiB: above any buffer a CPU benchmark allocates
+  mallopt(M_MMAP_THRESHOLD, kNeverMap);
+  mallopt(M_TRIM_THRESHOLD, kNeverMap);
+#endif
+}
+
+/// The main() of a CPU lab's benchmark program: BENCHMARK_MAIN()'s, after keep_freed_memory().
+#define PA_CPU_BENCHMARK_MAIN()                                    \
+  int main(int argc, char** argv) {                                \
+    ::pa::bench::keep_freed_memory();                              \
+    ::benchmark::Initialize(&argc, argv);                          \
+    if (::benchmark::ReportUnrecognizedArguments(argc, argv)) {    \
+      return 1;                                                    \
+    }                                                              \
+    ::benchmark::RunSpecifiedBenchmarks();                         \
+    ::benchmark::Shutdown();                                       \
+    return 0;                                                      \
+  }                                                                \
+  int main(int, char**)
 
 // ---- One head's decode over a paged cache, as the CPU labs (01-03) time it ------------------
 

@@ -244,8 +244,8 @@ def key_loop() -> Figure:
                f"({LOOP_BLOCKS} cache blocks). The block table's slice is staged once; then "
                "each warp issues the loads of its next block's keys before the dot products of "
                "its current block; four barriers, the last one alone before the cross-warp sum.")
-    f.text(10, 16, f"paged_attention_v2_kernel, partition {LOOP_PARTITION} of {LOOP_SEQ_LEN:,} "
-           f"tokens: {LOOP_TOKENS} tokens, {LOOP_BLOCKS} cache blocks of {LOOP_BLOCK_SIZE}",
+    f.text(10, 16, f"v2, partition {LOOP_PARTITION} of a {LOOP_SEQ_LEN:,}-token sequence: "
+           f"{LOOP_TOKENS} tokens, {LOOP_BLOCKS} cache blocks of {LOOP_BLOCK_SIZE}",
            size=SIZE_TITLE, weight="bold")
     y = 34
     barrier = 0

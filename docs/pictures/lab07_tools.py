@@ -152,26 +152,28 @@ def ring() -> Figure:
             end = groups_x + len(r["groups"]) * (chip_w + 4) + 4
             f.text(end, y, f"lands {r['tile']}", size=SIZE_SMALL, fill=MUTED)
 
+    # The legend draws styles only, in neutral ink: in the picture each box and chip has its
+    # tile's colour (tile 0 blue, 1 orange, 2 green), so a coloured swatch would say otherwise.
     y = lane_bottom + 24
-    f.rect(10, y - 7, 14, 14, fill=mix(hue(0).fill, PAPER, 0.55), stroke=hue(0).ink, sw=1.2,
-           rx=2, dash="3 2")
-    label = "copy in flight: may land any time until the wait"
+    f.rect(10, y - 7, 14, 14, fill=PAPER, stroke=INK, sw=1.2, rx=2, dash="3 2")
+    label = "dashed: copy in flight, may land any time until the wait"
     f.text(30, y, label, size=SIZE_SMALL)
     end = 30 + text_width(label, SIZE_SMALL) + 18
-    f.rect(end, y - 7, 14, 14, fill=hue(0).fill, stroke=hue(0).ink, sw=1.6, rx=2)
-    f.text(end + 20, y, "landed, read by every thread", size=SIZE_SMALL)
+    f.rect(end, y - 7, 14, 14, fill=PAPER, stroke=INK, sw=1.6, rx=2)
+    f.text(end + 20, y, "solid: landed, read by every thread", size=SIZE_SMALL)
     y += 24
     f.line(10, y, 26, y, stroke=BARRIER_INK, sw=1.8, dash="4 2")
     f.text(32, y, "__syncthreads()", size=SIZE_SMALL, mono=True)
     end = 32 + text_width("__syncthreads()", SIZE_SMALL, mono=True) + 18
-    end = f.legend(end, y, [(hue(7), "landed earlier")])
-    f.rect(end, y - 7, 14, 14, fill=hue(1).fill, stroke=hue(1).ink, sw=2.4, rx=2)
-    label = "landed by this wait"
+    end = f.legend(end, y, [(hue(7), "grey: landed earlier")])
+    f.rect(end, y - 7, 14, 14, fill=PAPER, stroke=INK, sw=2.4, rx=2)
+    label = "thick: landed by this wait"
     f.text(end + 20, y, label, size=SIZE_SMALL)
     end += 20 + text_width(label, SIZE_SMALL) + 18
-    f.rect(end, y - 7, 14, 14, fill=mix(hue(2).fill, PAPER, 0.55), stroke=hue(2).ink, sw=1.2,
-           rx=2, dash="3 2")
-    f.text(end + 20, y, "the newest: may stay in flight (∅: empty)", size=SIZE_SMALL)
+    f.rect(end, y - 7, 14, 14, fill=PAPER, stroke=INK, sw=1.2, rx=2, dash="3 2")
+    f.text(end + 20, y, "the newest (∅: empty)", size=SIZE_SMALL)
+    y += 24
+    f.text(10, y, "colour: the tile (0 blue, 1 orange, 2 green)", size=SIZE_SMALL, fill=MUTED)
     f.height = y + 14
     return f
 

@@ -123,4 +123,4 @@ PA_BENCH_TOKEN_SWEEP(BM_BaselineCopy);
 }  // namespace
 }  // namespace pa::paged_gather
 
-BENCHMARK_MAIN();
+PA_CPU_BENCHMARK_MAIN();

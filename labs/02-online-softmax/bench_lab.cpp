@@ -107,4 +107,4 @@ PA_BENCH_TOKEN_SWEEP(BM_BaselineCopy);
 }  // namespace
 }  // namespace pa::online_softmax
 
-BENCHMARK_MAIN();
+PA_CPU_BENCHMARK_MAIN();

@@ -211,4 +211,4 @@ BENCHMARK(BM_CascadeDense)->Arg(512)->Arg(2048);
 }  // namespace
 }  // namespace pa::flash_decoding
 
-BENCHMARK_MAIN();
+PA_CPU_BENCHMARK_MAIN();

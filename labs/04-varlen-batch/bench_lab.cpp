@@ -178,4 +178,4 @@ PA_BENCH_TOKEN_SWEEP(BM_BaselineCopy);
 }  // namespace
 }  // namespace pa::varlen_batch
 
-BENCHMARK_MAIN();
+PA_CPU_BENCHMARK_MAIN();
