@@ -28,7 +28,8 @@ right line:
   holds, so it cannot go stale: the file its Files table calls "your file", the steps of the
   lab's hints.json with their § links, `tools/lab grade NN` with the test table's totals, and
   where the hints are. On the bench page a \\snippet of more than 30 lines is folded behind a
-  summary line that names its file, region, length and TODOs (fold_listings).
+  summary line that names its file, region, length and TODOs (fold_listings); the lab's API,
+  the region `api`, always shows, since the student reads it first.
 """
 from __future__ import annotations
 
@@ -302,21 +303,31 @@ def your_job(lines: list[str], lab: str, steps: list[dict]) -> str:
     mine = next((m.group(1) for line in lines if (m := YOUR_FILE.match(line.strip()))), None)
     if mine is None:
         return ""
-    items: list[str] = []
-    function = None
+    # One entry per function: its code name, then its steps. Up to two steps share the line
+    # ("TODO 1 · 2"); three or more, a kernel's TODOs, are a list of their own, one TODO a line.
+    groups: list[tuple[dict, list[dict]]] = []
     for step in steps:
-        what = f'\\ref {step["section"]} "{step["title"].replace(chr(34), chr(39))}"'
-        if step.get("todo"):
-            what = f'<b>{step["todo"]}</b>&nbsp;{what}'
-        if step["function"] != function:
-            function = step["function"]
-            # (a step's "shown_as" names the code where its region's name does not: the region
-            # kv_tile holds KvTile::copy)
-            lead = (f'<code>{step.get("shown_as", function)}</code>'
-                    + (": TODO " if step.get("todo") else " — "))
-            items.append(lead + what)
+        if not groups or groups[-1][0]["function"] != step["function"]:
+            groups.append((step, []))
+        groups[-1][1].append(step)
+
+    def link(step: dict) -> str:
+        return f'\\ref {step["section"]} "{step["title"].replace(chr(34), chr(39))}"'
+
+    items: list[str] = []
+    for first_step, group in groups:
+        # (a step's "shown_as" names the code where its region's name does not: the region
+        # kv_tile holds KvTile::copy)
+        name = f'<code>{first_step.get("shown_as", first_step["function"])}</code>'
+        if not first_step.get("todo"):
+            items.append(f"{name} — " + " · ".join(link(st) for st in group))
+        elif len(group) <= 2:
+            items.append(f"{name}: TODO " + " · ".join(
+                f'<b>{st["todo"]}</b>&nbsp;{link(st)}' for st in group))
         else:
-            items[-1] += " · " + what
+            items.append(f'{name}:<ul class="book-job-todos">' + "".join(
+                f'<li><b>TODO&nbsp;{st["todo"]}</b>&nbsp; {link(st)}</li>' for st in group)
+                + "</ul>")
     tests, points = _test_totals(lines)
     graded = (f" runs the graded tests: {_count(tests, 'test')}, {_count(points, 'point')} "
               f"(§&nbsp;\\ref lab_{lab}_tests)") if tests else " builds your file and grades it"
@@ -378,10 +389,10 @@ def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
 # A \\snippet line of a chapter's bench page, and the marker lines in the file it names.
 SNIPPET = re.compile(r"([ \t]*)\\snippet(\{[^}]*\})?[ \t]+(\S+)[ \t]+([A-Za-z0-9_.-]+)[ \t]*")
 TODO_NUMBER = re.compile(r"\bTODO\s+(\d+)")
-# A listing of more lines than this is folded on a bench page: the APIs of labs 03 to 07 (37 to
-# 85 lines) and the starters' long kernels fold; lab 01's and lab 02's APIs and every shorter
-# listing stay open.
+# A listing of more lines than this is folded on a bench page: the starters' long kernels and
+# the longer given code fold; every shorter listing stays open.
 LONG_LISTING = 30
+ALWAYS_OPEN = {"api"}  # regions shown however long: the lab's API is read before anything else
 
 
 def _numbers(found: list[int]) -> str:
@@ -423,6 +434,8 @@ def fold_listings(lines: list[str], root: Path, start: int = 0, end: int | None 
     for k in range(start, len(lines) if end is None else end):
         snippet = SNIPPET.fullmatch(lines[k].rstrip("\n"))
         if not snippet:
+            continue
+        if snippet.group(4) in ALWAYS_OPEN:
             continue
         found = listing_summary(root, snippet.group(3), snippet.group(4))
         if not found or found[0] <= longer_than:

@@ -174,10 +174,16 @@ TEST(PagedAttention, MatchesDenseUnderShuffledBlockTable) {
 
 /// [poisoned_tail_tests]
 TEST(PagedAttention, PoisonedTailOfLastBlockIsNeverReadHuge) {
-  // seq_len 35 = two full blocks of 16 and 3 rows of the third; the other 13 rows hold 1e6,
-  // which would dominate every score (and every value) if any of them were read.
+  // seq_len 35 = two full blocks of 16 and 3 rows of the third; the other 13 rows hold 1e6.
+  // Each head's query is turned so that its elements sum to more than 0: a poisoned key then
+  // scores about 1e6 times that sum, the largest score by far, and takes every weight.
   Rng rng(202);
-  const PagedSequence s = make_sequence(rng, 35, 16, 2, 2, 8, 5, pa::testing::kHugePoison);
+  PagedSequence s = make_sequence(rng, 35, 16, 2, 2, 8, 5, pa::testing::kHugePoison);
+  for (Eigen::Index h = 0; h < s.q.rows(); ++h) {
+    if (s.q.row(h).sum() < 0) s.q.row(h) *= -1.0;
+    // The poisoned score 1e6 * sum / sqrt(8) must clear the real ones (spread ~4) by far.
+    ASSERT_GT(pa::testing::kHugePoison * s.q.row(h).sum() / std::sqrt(8.0), 100.0) << "head " << h;
+  }
   expect_spread(s);
   EXPECT_TRUE(AllClose(dense_truth(s), paged_attention(s.q, s.k_cache, s.v_cache, s.block_table,
                                                       s.seq_len, s.block_size),

@@ -650,10 +650,13 @@ class TestTableCaptionTest(unittest.TestCase):
             root = Path(tmp)
             body = ["  // TODO 1: a", "  // TODO 2: b"] + ["  x;"] * 50
             (root / "starter.cpp").write_text("\n".join(["/// [long]"] + body + ["/// [long]",
-                                                         "/// [short]", "x;", "/// [short]"]))
+                                                         "/// [short]", "x;", "/// [short]",
+                                                         "/// [api]"] + body + ["/// [api]"]))
             lines = ["Text.\n", "\\snippet starter.cpp long\n", "\\snippet starter.cpp short\n",
-                     "\\snippet starter.cpp long\n"]
+                     "\\snippet starter.cpp long\n", "\\snippet starter.cpp api\n"]
             out = self.filter_module().fold_listings(lines, root, 0, 3)
+            api = self.filter_module().fold_listings(lines, root, 4, 5)[4]
+        self.assertEqual(api, lines[4])  # the lab's API: open however long
         self.assertEqual(len(out), len(lines))
         self.assertEqual(out[0], "Text.\n")
         self.assertEqual(out[1], '<details class="book-listing"><summary>starter.cpp — '
@@ -681,6 +684,18 @@ class TestTableCaptionTest(unittest.TestCase):
                       box)
         self.assertIn("<code>tools/lab hint 05 reshape</code>", box)
         self.assertEqual(self.filter_module().your_job(self.TABLE, "05", steps), "")  # no file
+
+    def test_a_kernel_of_three_todos_or_more_lists_them_one_a_line(self):
+        lines = ["| file | what it is |\n", "|---|---|\n",
+                 "| `labs/05-x/starter.cpp` | your file: one kernel |\n", "\n"] + self.TABLE
+        steps = [{"id": f"attention.{n}", "function": "k2", "todo": n, "title": f"step {n}",
+                  "section": f"lab_05_{n}"} for n in ("1", "2", "3b")]
+        box = self.filter_module().your_job(lines, "05", steps)
+        self.assertNotIn("\n", box)
+        self.assertIn('<li><code>k2</code>:<ul class="book-job-todos">'
+                      '<li><b>TODO&nbsp;1</b>&nbsp; \\ref lab_05_1 "step 1"</li>'
+                      '<li><b>TODO&nbsp;2</b>&nbsp; \\ref lab_05_2 "step 2"</li>'
+                      '<li><b>TODO&nbsp;3b</b>&nbsp; \\ref lab_05_3b "step 3b"</li></ul></li>', box)
 
     def test_several_suites_get_a_heading_each_and_ungraded_rows_keep_their_names(self):
         table = self.TABLE[:2] + ["| `S.One` | 1 | a | A? → \\ref x |\n",
