@@ -449,6 +449,49 @@ def index_map() -> Figure:
     return f
 
 
+# ---- shared-memory banks (Interlude I) -------------------------------------------------------------
+
+BANKS, BANK_BYTES = 32, 4       # an SM's shared memory: 32 banks of 4-byte words
+TILE_ROW_BYTES = 128 * 2        # a float16 row of 128 elements, as lab 07's tiles hold
+CHUNK_BYTES = 16                # what one lane reads from its row: 8 float16
+BANK_ROWS = 8                   # eight lanes, eight consecutive rows, the same column
+
+
+def chunk_banks(pitch: int, row: int) -> list[int]:
+    """The banks of the 16-byte chunk at column 0 of `row`, rows `pitch` bytes apart."""
+    first = row * pitch // BANK_BYTES
+    return [(first + w) % BANKS for w in range(CHUNK_BYTES // BANK_BYTES)]
+
+
+def banks() -> Figure:
+    padded = TILE_ROW_BYTES + 16
+    plain_sets = {b for r in range(BANK_ROWS) for b in chunk_banks(TILE_ROW_BYTES, r)}
+    padded_sets = [b for r in range(BANK_ROWS) for b in chunk_banks(padded, r)]
+    assert plain_sets == {0, 1, 2, 3}                      # the caption's eight-way conflict
+    assert sorted(padded_sets) == list(range(BANKS))       # ... and the padded rows' one pass
+    f = Figure(820, 0, "Eight rows' chunks over the 32 banks, without and with padding",
+               "Eight lanes each read 16 bytes at column 0 of eight consecutive rows of a "
+               "float16 tile. With rows 256 bytes apart all eight chunks fall in banks 0 to 3; "
+               "with rows 272 bytes apart, row r's chunk is in banks 4r to 4r + 3.")
+    cw, ch, gx = 22, 22, 92
+    y = 14
+    panels = [(TILE_ROW_BYTES, "rows 256 bytes apart: every chunk in banks 0–3, eight turns"),
+              (padded, "rows padded to 272 bytes: row r in banks 4r to 4r + 3, one turn")]
+    for k, (pitch, title) in enumerate(panels):
+        f.text(10, y, title, size=SIZE_TITLE, weight="bold")
+
+        def cell(r, c, pitch=pitch):
+            return (str(r), hue(r)) if c in chunk_banks(pitch, r) else ("", None)
+        g = f.grid(gx, y + 34, BANK_ROWS, BANKS, cw, ch, cell, size=SIZE_SMALL,
+                   stroke="#d9dee3", sw=1, row_labels=[f"row {r}" for r in range(BANK_ROWS)],
+                   col_labels=[str(b) for b in range(BANKS)])
+        y = g.bottom(BANK_ROWS - 1) + 34
+    f.text(gx, y - 12, "bank (columns); the number in a cell is the row whose chunk uses it",
+           size=SIZE_SMALL, fill=MUTED)
+    f.height = y
+    return f
+
+
 # ---- the H100 measurements ------------------------------------------------------------------------
 
 def gpu() -> Figure:
@@ -704,4 +747,5 @@ FIGURES = {"lab05_key_cache": key_cache, "lab05_value_cache": value_cache,
            "lab05_warp_butterfly": warp_butterfly, "lab05_shuffle_sum": shuffle_sum,
            "lab05_gpu": gpu,
            "lab05_hierarchy": hierarchy, "lab05_coalescing": coalescing,
-           "lab05_occupancy": occupancy, "lab05_index_map": index_map}
+           "lab05_occupancy": occupancy, "lab05_index_map": index_map,
+           "lab05_banks": banks}
