@@ -5,7 +5,8 @@ repetition's value when it was kept). `tools/lab bench` draws its own plot, buil
 with the same `figure`.
 
 GB/s against tokens, both on log scales: the token counts double from point to point, and the
-rates span two decades (lab 01's `paged_attention` at 1.6 GB/s beside a read at 97), so a ratio,
+rates span more than a decade (lab 01's `paged_attention` at 4 GB/s beside a read at 98), so a
+ratio,
 the chapters' measure (a series against the read yardstick), is the same distance anywhere on the
 plot. Each series of the lab's code is a line through its medians, each point's range (min to max
 of the repetitions) a bar; the bars of different series are set a few pixels apart so that they
