@@ -6,9 +6,8 @@ with the same `figure`.
 
 GB/s against tokens, both on log scales: the token counts double from point to point, and the
 rates span more than a decade (lab 01's `paged_attention` at 4 GB/s beside a read at 98), so a
-ratio,
-the chapters' measure (a series against the read yardstick), is the same distance anywhere on the
-plot. Each series of the lab's code is a line through its medians, each point's range (min to max
+ratio, the chapters' measure (a series against the read yardstick), is the same distance anywhere
+on the plot. Each series of the lab's code is a line through its medians, each point's range (min to max
 of the repetitions) a bar; the bars of different series are set a few pixels apart so that they
 do not hide one another. The yardsticks (BM_Baseline*) are grey lines through their medians, each
 with its own dash. The legend is below the plot, clear of the curves."""
