@@ -64,7 +64,7 @@ Tolerance tolerance(DType dtype) {
       return {1e-3, 1e-3};
     case DType::kBFloat16:
       return {8e-3, 8e-3};
-    default:
+    default:  // never asked: lab 07 runs in float16 and bfloat16 only, the tensor cores' inputs
       return {0.0, 0.0};
   }
 }
