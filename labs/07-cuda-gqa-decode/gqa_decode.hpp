@@ -1,8 +1,8 @@
 /// \file
-/// Lab 07 — the decode kernel engines run today: grouped-query heads packed into the rows of a
-/// tensor-core tile, split-KV with a fused merge, over vLLM V1's cache layout (its FlashAttention
-/// backend's), and the cache writer for that layout, reshape_and_cache_flash. Host tensors in,
-/// host tensors out; the caller picks the SIMT emulator (every machine) or a CUDA GPU.
+/// Lab 07 — a decode kernel in the style engines run today: grouped-query heads packed into the
+/// rows of a tensor-core tile, split-KV with a fused merge, over vLLM V1's cache layout (its
+/// FlashAttention backend's), and the cache writer for that layout, reshape_and_cache_flash. Host
+/// tensors in, host tensors out; the caller picks the SIMT emulator (every machine) or a CUDA GPU.
 #pragma once
 
 #include <array>
