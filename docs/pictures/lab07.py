@@ -558,7 +558,7 @@ def targets() -> Figure:
     y = 62 + row_h * len(SHAPES)
     f.legend(10, y, [(WARPS[0], "v1 (lab 05)"), (WARPS[3], "v2 (lab 06)"),
                      (WARPS[1], "this lab (% of the read yardstick)"),
-                     (WARPS[2], "FlashAttention via SDPA, contiguous")])
+                     (WARPS[2], "FlashAttention (PyTorch's harness)")])
     y += 22
     end = f.legend(10, y, [(STATE, "target")])
     h100.read_tick(f, end, y - 7, y + 7)
