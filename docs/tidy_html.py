@@ -17,7 +17,9 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   `ReshapeAndCacheMatchesHostReference` between its words, never inside one, and a copied name
   has no character the test's own name lacks.
 - A date in a table cell ("v1, 2026-11-22" in a column heading) is never broken at its hyphens:
-  it gets a span of class `book-date` (white-space: nowrap in book.css).
+  it gets a span of class `book-date` (white-space: nowrap in book.css). A measured range after
+  a median in a cell, "38.8 (37.1–39.6)", gets a span of class `book-range`: smaller and lighter
+  than the median, so a column of medians reads at a glance.
 - Doxygen writes a "Related Pages" index (pages.html) even with its tab hidden; when it lists
   nothing it is removed, with its line in the sidebar's index (navtreeindexN.js).
 - Doxygen starts every section heading with an empty line (the anchor, then a newline) and ends a
@@ -90,6 +92,10 @@ MATH_WITH_PUNCTUATION = re.compile(r'(\(?)(\\\((?:[^<>"\\]|\\(?!\)))*\\\))([)\],
 TABLE_CELL = re.compile(r"(<t[hd]\b[^>]*>)(.*?)(</t[hd]>)", re.DOTALL)
 ISO_DATE = re.compile(r"(?<![\w-])(\d{4}-\d\d-\d\d)(?![\w-])")
 DATE_SPAN = '<span class="book-date">'
+# A measured range in a table cell, "(37.1–39.6)" after its median: set smaller and lighter than the
+# median it qualifies, and kept on one line.
+MEASURED_RANGE = re.compile(r"(?<![\w.])(\(\d[\d.,]*–\d[\d.,]*\))")
+RANGE_SPAN = '<span class="book-range">'
 
 
 # A chapter's picture as Doxygen writes `\image html NAME.svg "caption"`, up to its caption's text.
@@ -388,11 +394,14 @@ def _keep_together(m: re.Match) -> str:
 
 
 def _unbroken_dates(cell: re.Match) -> str:
-    """The cell with each date of its text (not of a tag's attributes) kept on one line."""
+    """The cell with each date of its text (not of a tag's attributes) kept on one line, and each
+    measured range after a median set as a range (MEASURED_RANGE)."""
     parts = re.split(r"(<[^>]*>)", cell.group(2))
     for i in range(0, len(parts), 2):  # the text between tags; a date already wrapped stays
         if i == 0 or parts[i - 1] != DATE_SPAN:
             parts[i] = ISO_DATE.sub(DATE_SPAN + r"\1</span>", parts[i])
+        if i == 0 or parts[i - 1] != RANGE_SPAN:
+            parts[i] = MEASURED_RANGE.sub(RANGE_SPAN + r"\1</span>", parts[i])
     return cell.group(1) + "".join(parts) + cell.group(3)
 
 

@@ -342,6 +342,16 @@ class TidyHtmlTest(unittest.TestCase):
         self.assertIn("<p>the run of 2026-11-22</p>", out)  # prose wraps at spaces anyway
         self.assertEqual(self.tidy(out), out)  # a second run changes nothing
 
+    def test_a_measured_range_in_a_table_is_set_as_a_range(self):
+        cells = ("<td>38.8 (37.1–39.6)</td><td>1.27 (1.17–1.37)<br>48%</td>"
+                 "<td>GQA (32/4)</td><td>f(2, 3)</td>")
+        out = self.tidy(cells + "<p>1.27 (1.17–1.37) in prose</p>")
+        self.assertIn('<td>38.8 <span class="book-range">(37.1–39.6)</span></td>', out)
+        self.assertIn('<td>1.27 <span class="book-range">(1.17–1.37)</span><br>48%</td>', out)
+        self.assertIn("<td>GQA (32/4)</td><td>f(2, 3)</td>", out)  # not ranges: left alone
+        self.assertIn("<p>1.27 (1.17–1.37) in prose</p>", out)  # only in tables
+        self.assertEqual(self.tidy(out), out)  # a second run changes nothing
+
     def test_an_empty_related_pages_index_is_dropped_with_its_sidebar_entry(self):
         module = _load_tidy()
         with tempfile.TemporaryDirectory() as tmp:
