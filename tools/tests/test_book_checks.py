@@ -662,11 +662,14 @@ class TestTableCaptionTest(unittest.TestCase):
             (root / "starter.cpp").write_text("\n".join(["/// [long]"] + body + ["/// [long]",
                                                          "/// [short]", "x;", "/// [short]",
                                                          "/// [api]"] + body + ["/// [api]"]))
+            (root / "long.hpp").write_text("\n".join(["/// [api]"] + ["x;"] * 61 + ["/// [api]"]))
             lines = ["Text.\n", "\\snippet starter.cpp long\n", "\\snippet starter.cpp short\n",
                      "\\snippet starter.cpp long\n", "\\snippet starter.cpp api\n"]
             out = self.filter_module().fold_listings(lines, root, 0, 3)
             api = self.filter_module().fold_listings(lines, root, 4, 5)[4]
-        self.assertEqual(api, lines[4])  # the lab's API: open however long
+            long_api = self.filter_module().fold_listings(["\\snippet long.hpp api\n"], root)[0]
+        self.assertEqual(api, lines[4])  # the lab's API: open up to 60 lines (this one has 52)
+        self.assertIn("<details", long_api)  # past 60 lines even the API folds
         self.assertEqual(len(out), len(lines))
         self.assertEqual(out[0], "Text.\n")
         self.assertEqual(out[1], '<details class="book-listing"><summary>starter.cpp — '
