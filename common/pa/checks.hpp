@@ -1,6 +1,6 @@
 /// \file
 /// Argument checks shared by every lab: each failed check throws std::invalid_argument whose
-/// message names the function, the argument, what was expected and what was passed, e.g.
+/// message names the function, the argument, what was expected and what was passed; for example
 ///   paged_attention: block_size — expected > 0, got 0
 #pragma once
 
