@@ -416,8 +416,9 @@ def swept(runs: list[dict]) -> dict[str, dict[float, dict]]:
 def book_data(lab: Lab, raw: list[dict], meta: dict) -> dict:
     """The data file of a lab's token-sweep plot (docs/figures/bench/bench_labNN.json after
     --book): `meta` (machine, date, command, repetitions, ...), then per series and token count
-    the median, min and max GB/s of the repetitions (what the plot draws) and `raw`, every
-    repetition's GB/s in the order they ran. `raw` are the iteration runs of load()."""
+    the median, min and max GB/s of the repetitions, as medians() reduces them for the console
+    (what the plot draws), and `raw`, every repetition's GB/s in the order they ran. `raw` are
+    the iteration runs of load()."""
     reps: dict[str, list[float]] = defaultdict(list)
     for r in raw:
         if not r.get("error_occurred") and r.get("bytes_per_second"):
@@ -426,10 +427,11 @@ def book_data(lab: Lab, raw: list[dict], meta: dict) -> dict:
     for s, pts in sorted(swept(medians(raw)).items(), key=lambda kv: (is_yardstick(kv[0]), kv[0])):
         points = []
         for n, r in sorted(pts.items()):
-            values = reps[r.get("run_name", r["name"])]
-            points.append({"tokens": int(n), "median": round(statistics.median(values), 4),
-                           "min": round(min(values), 4), "max": round(max(values), 4),
-                           "raw": [round(v, 4) for v in values]})
+            median = gbps(r)
+            low, high = gbps_range(r) or (median, median)
+            points.append({"tokens": int(n), "median": round(median, 4), "min": round(low, 4),
+                           "max": round(high, 4),
+                           "raw": [round(v, 4) for v in reps[r.get("run_name", r["name"])]]})
         series[s] = {"yardstick": is_yardstick(s), "points": points}
     return {"lab": lab.number, "title": lab.title, **meta, "unit": "GB/s of K and V read",
             "series": series}
