@@ -2,7 +2,7 @@
 to data, the kernel as a timeline of its barriers and shared memory, the XOR butterflies, and
 the H100 measurements (docs/figures/gpu/)."""
 import h100
-from svgfig import (FREE, INK, MASKED, MUTED, NOTE_SIZE, PAPER, RULE, SIZE, SIZE_LARGE, SIZE_SMALL,
+from svgfig import (BARRIER_INK, FREE, INK, MASKED, MUTED, NOTE_SIZE, PAPER, RULE, SIZE, SIZE_LARGE, SIZE_SMALL,
                     SIZE_TITLE, STATE, WARPS, Figure, Hue, hue, mix, text_width)
 
 # The case every picture draws: float16, block_size 16, head_size 128.
@@ -271,11 +271,7 @@ def timeline() -> Figure:
                        dash="3 3")
         y += row_h
         if i < len(BARRIERS) and BARRIERS[i]:
-            f.line(10, y + bar_h / 2, 810, y + bar_h / 2, stroke="#c0392b", sw=1.6, dash="7 4")
-            label = f"__syncthreads() {barrier + 1}: {BARRIERS[i]}"
-            f.rect(20, y + 4, text_width(label, SIZE_SMALL, mono=True) + 10, bar_h - 8,
-                   fill="#ffffff", stroke=None)
-            f.text(25, y + bar_h / 2, label, size=SIZE_SMALL, fill="#c0392b", mono=True)
+            f.barrier_line(10, 810, y + bar_h / 2, f"__syncthreads() {barrier + 1}: {BARRIERS[i]}")
             barrier += 1
             y += bar_h
     # How big the logits are, why max and sum need no barrier between them, and why barrier 9: the text.

@@ -3,7 +3,7 @@ the attention kernel writes, and the reduce kernel: max, rescale, ordered sum. T
 of the test EmptyTrailingPartitionsAreNeverWrittenOrMerged: 1100, 40 and 600 tokens, partitions
 of 512. Last, the H100 run of lab06_bench (docs/figures/gpu/)."""
 import h100
-from svgfig import (FREE, INK, MUTED, NOTE_SIZE, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
+from svgfig import (BARRIER_INK, FREE, INK, MUTED, NOTE_SIZE, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
                     Figure, hue, mix, text_width)
 
 PARTITION_SIZE = 512
@@ -230,7 +230,6 @@ LOOP_PARTITION = num_partitions(LOOP_SEQ_LEN) - 1
 LOOP_TOKENS = LOOP_SEQ_LEN - LOOP_PARTITION * PARTITION_SIZE
 LOOP_BLOCKS = (LOOP_TOKENS + LOOP_BLOCK_SIZE - 1) // LOOP_BLOCK_SIZE
 LOOP_FIRST_BLOCK = LOOP_PARTITION * PARTITION_SIZE // LOOP_BLOCK_SIZE
-BARRIER_INK = "#c0392b"  # the colour of __syncthreads() in lab 05's and lab 07's timelines
 
 
 def key_loop() -> Figure:
@@ -259,11 +258,7 @@ def key_loop() -> Figure:
     def sync(why):
         nonlocal y, barrier
         barrier += 1
-        f.line(10, y + bar_h / 2, 810, y + bar_h / 2, stroke=BARRIER_INK, sw=1.6, dash="7 4")
-        label = f"__syncthreads() {barrier}: {why}"
-        f.rect(20, y + 3, text_width(label, size, mono=True) + 10, bar_h - 6, fill="#ffffff",
-               stroke=None)
-        f.text(25, y + bar_h / 2, label, size=size, fill=BARRIER_INK, mono=True)
+        f.barrier_line(10, 810, y + bar_h / 2, f"__syncthreads() {barrier}: {why}", size)
         y += bar_h
 
     last = LOOP_FIRST_BLOCK + LOOP_BLOCKS - 1

@@ -4,7 +4,7 @@ columns of Q, K, S, W, V and O), the tile loop's barriers and loads in flight, o
 of cp.async groups and the waits that land a tile, the fused merge's last-block election, and the
 H100 figures the kernel is measured against (docs/figures/gpu/)."""
 import h100
-from svgfig import (FREE, INK, MUTED, PAPER, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
+from svgfig import (BARRIER_INK, FREE, INK, MUTED, PAPER, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
                     WARPS, Figure, hue, mix, text_extent, text_width)
 
 # The example most pictures draw: 32 query heads over 4 kv heads (a group of 8), head_size 128,
@@ -269,22 +269,13 @@ def loop() -> Figure:
             f.text(635 + 72 * j, y + row_h / 2, h, size=SIZE_SMALL, anchor="middle")
         y += row_h
         if i in BARRIERS:
-            # The dashed line in two pieces, one dash before the label and the rest after it,
-            # whole dashes of 7 with gaps of 4 ending at or before 810: no stub of a dash that
-            # would read as a stray dot.
-            label = f"__syncthreads() {BARRIERS[i]}"
-            mid = y + bar_h / 2
-            f.line(10, mid, 17, mid, stroke="#c0392b", sw=1.6)
-            f.text(25, mid, label, size=SIZE_SMALL, fill="#c0392b", mono=True)
-            start = 25 + text_width(label, SIZE_SMALL, mono=True) + 10
-            end = start + ((810 - start + 4) // 11) * 11 - 4
-            f.line(start, mid, end, mid, stroke="#c0392b", sw=1.6, dash="7 4")
+            f.barrier_line(10, 810, y + bar_h / 2, f"__syncthreads() {BARRIERS[i]}")
             y += bar_h
     # The legend: every colour of the picture in words, the barrier line drawn as above.
     y += 18
     x = f.legend(10, y, [(WARPS[0], "this tile's keys"), (WARPS[2], "its values"),
                          (STATE, "copies in flight, and the stages they fill")])
-    f.line(x, y, x + 30, y, stroke="#c0392b", sw=1.6, dash="7 4")
+    f.line(x, y, x + 30, y, stroke=BARRIER_INK, sw=1.6, dash="7 4")
     f.text(x + 36, y, "a barrier", size=SIZE_SMALL)
     f.height = max(f.height, y + 14)
     return f
@@ -292,7 +283,6 @@ def loop() -> Figure:
 
 # ---- one thread's queue of cp.async groups ---------------------------------------------------------
 
-BARRIER_INK = "#c0392b"  # __syncthreads(), as in lab07_loop
 N_ST = 3                 # stages of the ring at head sizes 64 and 128 (SharedLayout::stages())
 KEYS, VALUES = WARPS[0], WARPS[2]  # blue keys, green values, as in lab07_loop
 

@@ -1,10 +1,9 @@
 """Interlude II's pictures (docs/interlude_07.md, page lab_07_tools): the two-stage cp.async ring
 of ring_column_sum_kernel (common/simt/tests/portable_pipeline.hpp) as one thread runs it, and
 the last-block counter of last_block_sum_kernel (common/simt/tests/portable_kernels.hpp)."""
-from svgfig import (INK, MUTED, PAPER, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, Figure, hue,
+from svgfig import (BARRIER_INK, INK, MUTED, PAPER, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, Figure, hue,
                     mix, text_width)
 
-BARRIER_INK = "#c0392b"  # __syncthreads(), as in lab 07's pictures
 
 
 # ---- the two-stage ring ----------------------------------------------------------------------------

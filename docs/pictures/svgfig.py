@@ -33,6 +33,7 @@ INK = "#1f2933"        # text and outlines
 MUTED = "#52606d"      # secondary text, guides (dark enough to read at 11 px)
 RULE = "#9aa5b1"       # light outlines, dashed frames
 PAPER = "#ffffff"
+BARRIER_INK = "#c0392b"  # __syncthreads() in every kernel timeline
 
 SIZE_TITLE = 14        # a panel's title
 SIZE = 13              # ordinary labels
@@ -218,6 +219,18 @@ class Figure:
                 f'markerHeight="7" orient="auto-start-reverse">'
                 f'<path d="M0,0 L10,5 L0,10 z" fill="{color}"/></marker>')
         return mid
+
+    def barrier_line(self, x1: float, x2: float, y: float, label: str,
+                     size: float = SIZE_SMALL) -> None:
+        """A __syncthreads() across the picture at height y: one dash, the label, then whole
+        dashes (7 on, 4 off) that start clear of the label and end at or before x2, so no dash
+        runs into the text and no stub of one reads as a stray dot."""
+        self.line(x1, y, x1 + 7, y, stroke=BARRIER_INK, sw=1.6)
+        self.text(x1 + 15, y, label, size=size, fill=BARRIER_INK, mono=True)
+        start = x1 + 15 + text_width(label, size, mono=True) + 12
+        end = start + ((x2 - start + 4) // 11) * 11 - 4
+        if end > start:
+            self.line(start, y, end, y, stroke=BARRIER_INK, sw=1.6, dash="7 4")
 
     def line(self, x1: float, y1: float, x2: float, y2: float, stroke: str = INK,
              sw: float = STROKE, dash: str | None = None, arrow: bool = False,
