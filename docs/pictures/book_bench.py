@@ -10,7 +10,9 @@ ratio, the chapters' measure (a series against the read yardstick), is the same 
 on the plot. Each series of the lab's code is a line through its medians, each point's range (min to max
 of the repetitions) a bar; the bars of different series are set a few pixels apart so that they
 do not hide one another. The yardsticks (BM_Baseline*) are grey lines through their medians, each
-with its own dash. The legend is below the plot, clear of the curves."""
+with its own dash. A dashed rule marks the context length at which K and V fill one of the
+machine's caches (the data file's `caches` and `kv_bytes_per_token`). The legend is below the
+plot, clear of the curves."""
 from __future__ import annotations
 
 import json
@@ -23,7 +25,7 @@ DATA = Path(__file__).resolve().parent.parent / "figures" / "bench"
 
 WIDTH = 820
 LEFT, RIGHT = 64, 806             # the plot area's x extent
-TOP, PLOT_H = 58, 300             # its top and height
+TOP, PLOT_H = 74, 300             # its top (room above for the cache rules' labels) and height
 # The yardsticks: colour and dash, one dash each, so that no two greys look alike.
 YARDSTICKS = {"BM_BaselineRead": (INK, "8,4"), "BM_BaselineCopy": (MUTED, "12,4,2,4"),
               "BM_BaselineReadTwoThreads": (MUTED, "2,3")}
@@ -82,6 +84,26 @@ def marker(f: Figure, shape: str, x: float, y: float, color: str) -> None:
                f"L{x - r * 1.1:.2f},{y + r * 0.8:.2f} Z", stroke="none", fill=color)
 
 
+def mib(size: int) -> str:
+    return f"{size / 2**20:g} MiB" if size >= 2**20 else f"{size / 2**10:g} KiB"
+
+
+def cache_marks(data: dict, tokens: list[int]) -> list[dict]:
+    """The caches whose size, in K and V bytes, falls within the plotted context lengths: for
+    each, the context length at which K and V fill it and the rule's label."""
+    per_token = data.get("kv_bytes_per_token")
+    if not per_token:
+        return []
+    marks = []
+    for c in data.get("caches", []):
+        at = c["size"] / per_token
+        if tokens[0] <= at <= tokens[-1]:
+            shared = f", shared by {c['num_sharing']} cores" if c.get("num_sharing", 1) > 1 else ""
+            marks.append({"tokens": at,
+                          "label": f"K and V fill the L{c['level']} ({mib(c['size'])}{shared})"})
+    return marks
+
+
 def figure(data: dict) -> Figure:
     """The plot of one data file (tools/labkit/bench.py book_data's format)."""
     series = data["series"]
@@ -113,6 +135,13 @@ def figure(data: dict) -> Figure:
         f.line(x, TOP, x, bottom, stroke=RULE, sw=0.6, dash="2,3")
         f.line(x, bottom, x, bottom + 5, stroke=INK, sw=1)
         f.text(x, bottom + 16, f"{n:,}", size=SIZE_SMALL, anchor="middle")
+    # Where K and V outgrow a cache: a dashed rule at the context length whose K and V bytes
+    # equal the cache's size, labelled above the frame. A cache filled outside the plotted sizes
+    # gets no rule (the 1 MiB L2 of the EPYC is full at 512 tokens, left of the first point).
+    for cache in cache_marks(data, tokens):
+        x = ax.x(cache["tokens"])
+        f.line(x, TOP, x, bottom, stroke=MUTED, sw=1.2, dash="6,3")
+        f.text(x, TOP - 11, cache["label"], size=SIZE_SMALL, anchor="middle", fill=MUTED)
     f.rect(LEFT, TOP, RIGHT - LEFT, PLOT_H, stroke=INK, sw=1)
     f.text(18, TOP + PLOT_H / 2, data.get("unit", "GB/s of K and V read"), size=SIZE,
            anchor="middle", rotate=-90)

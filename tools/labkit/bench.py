@@ -413,12 +413,35 @@ def swept(runs: list[dict]) -> dict[str, dict[float, dict]]:
             and not s.startswith("BM_Cascade")}
 
 
-def book_data(lab: Lab, raw: list[dict], meta: dict) -> dict:
+def kv_bytes_per_token(raw: list[dict]) -> int | None:
+    """The K and V bytes a series reads per token of context: each run's bytes (its rate times
+    its time) over its `tokens`, the value most runs give. A series that reads another amount
+    per token (lab 03's cascade counts the shared prefix once) is outvoted."""
+    seconds = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+    counts: dict[int, int] = defaultdict(int)
+    for r in raw:
+        if r.get("error_occurred") or not r.get("bytes_per_second") or not r.get("tokens"):
+            continue
+        total = r["bytes_per_second"] * r["real_time"] * seconds.get(r.get("time_unit", "ns"), 1e-9)
+        counts[round(total / r["tokens"] / 8) * 8] += 1  # whole doubles: timer noise rounds off
+    return max(counts, key=counts.get) if counts else None
+
+
+def data_caches(context: dict) -> list[dict]:
+    """The machine's data caches past L1, as Google Benchmark's context reports them: level,
+    size in bytes, and how many cores share one."""
+    return [{"level": c["level"], "size": c["size"], "num_sharing": c.get("num_sharing", 1)}
+            for c in context.get("caches", [])
+            if c.get("level", 0) >= 2 and c.get("type") in ("Unified", "Data")]
+
+
+def book_data(lab: Lab, raw: list[dict], meta: dict, context: dict | None = None) -> dict:
     """The data file of a lab's token-sweep plot (docs/figures/bench/bench_labNN.json after
-    --book): `meta` (machine, date, command, repetitions, ...), then per series and token count
-    the median, min and max GB/s of the repetitions, as medians() reduces them for the console
-    (what the plot draws), and `raw`, every repetition's GB/s in the order they ran. `raw` are
-    the iteration runs of load()."""
+    --book): `meta` (machine, date, command, repetitions, ...), the machine's caches and the K and
+    V bytes per token (so the plot can mark where K and V outgrow a cache), then per series and
+    token count the median, min and max GB/s of the repetitions, as medians() reduces them for
+    the console (what the plot draws), and `raw`, every repetition's GB/s in the order they ran.
+    `raw` are the iteration runs of load(), `context` its context."""
     reps: dict[str, list[float]] = defaultdict(list)
     for r in raw:
         if not r.get("error_occurred") and r.get("bytes_per_second"):
@@ -434,16 +457,18 @@ def book_data(lab: Lab, raw: list[dict], meta: dict) -> dict:
                            "raw": [round(v, 4) for v in reps[r.get("run_name", r["name"])]]})
         series[s] = {"yardstick": is_yardstick(s), "points": points}
     return {"lab": lab.number, "title": lab.title, **meta, "unit": "GB/s of K and V read",
+            "caches": data_caches(context or {}), "kv_bytes_per_token": kv_bytes_per_token(raw),
             "series": series}
 
 
 def write_data(path: Path, data: dict) -> None:
     """`data` as JSON, a point to a line, so that a diff of two runs reads point by point."""
     text = json.dumps(data, indent=1, ensure_ascii=False)
-    # A list of numbers on one line, then one line per point: {"tokens": 1024, ..., "raw": [...]}.
+    # A list of numbers on one line, then one line per point: {"tokens": 1024, ..., "raw": [...]},
+    # and one per cache: {"level": 3, "size": ..., "num_sharing": 2}.
     text = re.sub(r"\[\n\s+((?:[-\d.,\s]|null)*?)\n\s*\]",
                   lambda m: "[" + re.sub(r"\s*\n\s*", " ", m.group(1)) + "]", text)
-    text = re.sub(r"\{\n\s+(\"tokens\"[^{}]*?)\n\s*\}",
+    text = re.sub(r"\{\n\s+(\"(?:tokens|level)\"[^{}]*?)\n\s*\}",
                   lambda m: "{" + re.sub(r"\s*\n\s*", " ", m.group(1)) + "}", text)
     path.write_text(text + "\n", encoding="utf-8")
 
@@ -578,13 +603,13 @@ def run(args, impl: str, picked: list[Lab], with_bench: list[Lab], build: Path, 
             print(f"Lab {lab.number}: the benchmark program failed ({done.returncode})")
             status = 1
             continue
-        raw, _ = load(result)
+        raw, context = load(result)
         runs = medians(raw)
         lines = print_summary(lab, runs, gpu)
         summary += [(lab, *line) for line in lines]
         # The token sweeps: their numbers, every repetition's included, into a data file, and
         # the plot drawn from that file, as the book draws its copy (docs/pictures/book_bench.py).
-        data = book_data(lab, raw, meta)
+        data = book_data(lab, raw, meta, context)
         if data["series"]:
             data_file = OUT / f"bench_{lab.target}.json"
             write_data(data_file, data)

@@ -117,6 +117,33 @@ class BookDataTest(unittest.TestCase):
         for got, want in zip(sorted(drawn), data_medians(self.data)):
             self.assertAlmostEqual(got, want, delta=want * 0.005)
 
+    def test_file_keeps_the_caches_past_l1_and_the_kv_bytes_per_token(self):
+        context = {"caches": [{"type": "Data", "level": 1, "size": 32768, "num_sharing": 1},
+                              {"type": "Instruction", "level": 1, "size": 32768, "num_sharing": 1},
+                              {"type": "Unified", "level": 2, "size": 1 << 20, "num_sharing": 1},
+                              {"type": "Unified", "level": 3, "size": 32 << 20, "num_sharing": 2}]}
+        runs = sample_runs()
+        for r in runs:  # 2 KiB a token (timer noise of a few bytes), the cascade 16 KiB
+            per_token = 16384 if r["name"].startswith("BM_Cascade") else 2048 + r["repetition_index"]
+            r["real_time"] = per_token * r["tokens"] / r["bytes_per_second"] * 1e9
+        data = bench.book_data(LAB, runs, self.meta, context)
+        self.assertEqual(data["caches"], [{"level": 2, "size": 1 << 20, "num_sharing": 1},
+                                          {"level": 3, "size": 32 << 20, "num_sharing": 2}])
+        self.assertEqual(data["kv_bytes_per_token"], 2048)
+
+    def test_plot_rules_where_kv_fills_a_cache_within_the_plotted_sizes_only(self):
+        data = dict(self.data, kv_bytes_per_token=2048,
+                    caches=[{"level": 2, "size": 1 << 20, "num_sharing": 1},     # 512 tokens
+                            {"level": 3, "size": 4 << 20, "num_sharing": 2}])    # 2,048 tokens
+        svg = book_bench.figure(data).svg()
+        self.assertIn("K and V fill the L3 (4 MiB, shared by 2 cores)", svg)
+        self.assertNotIn("fill the L2", svg)
+        marks = book_bench.cache_marks(data, [1024, 4096])
+        self.assertEqual([m["tokens"] for m in marks], [2048])
+        x = book_bench.Axes([1024, 4096], 1, 100).x(2048)
+        self.assertIn(f'x1="{x:g}" y1="{book_bench.TOP:g}" x2="{x:g}"', svg)
+        self.assertEqual(book_bench.cache_marks(self.data, [1024, 4096]), [])  # no caches known
+
     def test_plot_of_other_medians_fails_the_check(self):
         moved = json.loads(json.dumps(self.data))
         moved["series"]["BM_GatherShuffled"]["points"][0]["median"] = 25.0
