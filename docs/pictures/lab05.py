@@ -228,7 +228,7 @@ BARRIERS = [  # after each phase but the last; None: no barrier there
     "warps 2, 3's rows written",
     "warps 0, 1 done reading them",
     "warp 1's rows written",
-    "protects nothing: no write follows",
+    "protects nothing: no shared write follows",
 ]
 REGIONS = [("q", "q_vecs", 78, STATE), ("l", "logits → out_smem", 156, WARPS[0]),
            ("m", "red_smem\n[0..3]", 80, WARPS[2]), ("s", "red_smem\n[4..7]", 80, WARPS[3])]
