@@ -369,7 +369,9 @@ def report_line(detail: str, name: str, lines: list[str] | None = None) -> int |
     reuses a buffer too soon); for two writes, or a copy that has not landed, the earlier in the
     file of the accesses, and so too when the write is only a helper's line (a copy: where an
     access was issued, not where the order belongs). Only lines inside the kernel the race is in
-    count, where it names any.
+    count, where it names any. A race between two blocks (a missing fence + atomic handshake) is
+    placed at its read instead: the handshake belongs to the step that takes the other blocks'
+    results.
     Otherwise the first line of that file it names. None when it names none."""
     numbers = report_lines(detail, name)
     if not numbers:
@@ -384,7 +386,15 @@ def report_line(detail: str, name: str, lines: list[str] | None = None) -> int |
         return [n for n in found if hints.place_of_line(lines, n)[0] == race.group(1)]
 
     current, sep, previous = detail.partition(", which ")
+    across_blocks = ", and nothing orders the two blocks" in previous
     previous = previous.split(", with no barrier")[0].split(", and nothing orders")[0]
+    if sep and across_blocks:
+        # Two blocks of one launch: the fence + atomic handshake that is missing is written where
+        # the later block takes the others' results (a fused merge), so the step is the reader's.
+        reader = own(report_lines(previous if " writes " in current else current, name))
+        if reader and (" writes " in current) != bool(re.search(r" (wrote|updated atomically) at ",
+                                                                 previous)):
+            return min(reader)
     if sep:
         cur_writes = " writes " in current
         prev_writes = bool(re.search(r" (wrote|updated atomically) at ", previous))

@@ -279,6 +279,11 @@ class Rule(unittest.TestCase):
         self.assertEqual(diagnosis.report_line(publish, "bug.cpp", source), 120)
         self.assertIsNone(diagnosis.report_line(race, "starter.cpp"))
         self.assertIsNone(diagnosis.report_line("at not_bug.cpp:12", "bug.cpp"))
+        # Two blocks (a missing fence): the handshake belongs where the results are taken, the read.
+        blocks = ("simt: race in k, block (3, 0, 0): thread 7 reads global memory at bug.cpp:240, "
+                  "which thread 7 of block (0, 0, 0) wrote at bug.cpp:200, and nothing orders the "
+                  "two blocks: the block that writes must publish ...")
+        self.assertEqual(diagnosis.report_line(blocks, "bug.cpp"), 240)
 
     def test_a_recorded_report_names_the_step_of_its_line(self):
         entry = {"failing": {"S.Wide": "race or out of bounds", "S.NarrowA": "wrong value"},
