@@ -475,7 +475,23 @@ PART2_HEADING = re.compile(r'<h1>(<a class="anchor" id="lab_\d\d_part2"></a>)(?:
                            re.S)
 
 
+# An entry of the contents column (Doxygen's div.toc): a file or folder name in it may break
+# after a "/" or before a ".", never inside a word ("paged_attention_v1" / ".hpp", not "v1." /
+# "hpp"), and not at a hyphen inside a piece ("05-cuda-paged-v1/" stays whole).
+TOC_ENTRY = re.compile(r'(<li class="level\d"><a href="#[\w-]+">)([^<]*)(</a>)')
+
+
+def _breakable_path(m: re.Match) -> str:
+    pieces = re.split(r"(?<=/)(?=.)|(?<=\w)(?=\.\w)", m.group(2))
+    if len(pieces) == 1:
+        return m.group(0)
+    # Each piece kept whole (no break at its hyphens: "05-cuda-paged-v1/" stays one line).
+    name = "<wbr>".join(f'<span class="book-nowrap">{p}</span>' for p in pieces)
+    return m.group(1) + name + m.group(3)
+
+
 def tidy(text: str) -> str:
+    text = TOC_ENTRY.sub(_breakable_path, text)
     text = TEST_NAME_CELL.sub(_breakable_name, text)  # before NOWRAP_CODE would claim the name
     text = SPACE_BEFORE_MATH.sub(r"\1\2", text)
     text = NOWRAP_CODE.sub(r'<code class="book-nowrap">\1</code>', text)

@@ -293,6 +293,18 @@ class TidyHtmlTest(unittest.TestCase):
     def setUp(self) -> None:
         self.tidy = _load_tidy().tidy
 
+    def test_a_contents_entry_breaks_at_a_slash_or_before_a_dot_only(self):
+        nw = '<span class="book-nowrap">'
+        self.assertEqual(
+            self.tidy('<li class="level1"><a href="#x">labs/05-cuda-paged-v1/given/</a>'),
+            f'<li class="level1"><a href="#x">{nw}labs/</span><wbr>{nw}05-cuda-paged-v1/</span>'
+            f'<wbr>{nw}given/</span></a>')
+        self.assertEqual(
+            self.tidy('<li class="level2"><a href="#y">paged_attention_v1.hpp</a>'),
+            f'<li class="level2"><a href="#y">{nw}paged_attention_v1</span><wbr>{nw}.hpp</span></a>')
+        plain = '<li class="level2"><a href="#z">The partial (TODO 3 to 5)</a>'
+        self.assertEqual(self.tidy(plain), plain)
+
     def test_no_space_between_a_bracket_and_a_formula(self):
         self.assertEqual(self.tidy("block size ( \\(B\\))"),
                          'block size <span class="book-nowrap">(\\(B\\))</span>')
