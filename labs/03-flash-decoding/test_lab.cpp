@@ -6,13 +6,19 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <functional>
 #include <limits>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "flash_decoding.hpp"
+#include "given/checks.hpp"
 #include "pa/testing.hpp"
 
 namespace pa::flash_decoding {
@@ -409,6 +415,52 @@ TEST(PartitionedAttention, ThreadsGiveTheSameBits) {
   }
 }
 /// [test_threads_same_bits]
+
+/// [test_finishing_order]
+TEST(PartitionedAttention, FirstRangeFinishingLastIsStillMergedFirst) {
+  // Three keys in three ranges on three threads, all scoring 1, so every factor is e^0 = 1 and
+  // a merge only adds. Column 0 of V holds 1e17, -1e17 and 1: in range order (1e17 - 1e17) + 1
+  // is 1, but -1e17 + 1 rounds back to -1e17 (doubles near 1e17 are 16 apart), so a merge that
+  // takes range 0 last loses the 1 and gives 0 instead of 1/3. Column 1 is ordinary.
+  const Vec q = Vec::Unit(4, 0);  // [4]
+  Mat K(3, 4);                    // [3, 4]; k · q / sqrt(4) = 1 for each key
+  K << 2, 0, 0, 0,                // K(i, 1) = i tells the ranges apart in the hook below
+      2, 1, 0, 0,
+      2, 2, 0, 0;
+  Mat V(3, 2);  // [3, 2]
+  V << 1e17, 1,
+      -1e17, 2,
+      1, 3;
+  const Vec one_thread = partitioned_attention(q, K, V, 3, 1);
+
+  // The given hook runs at the top of attend_partial on the thread attending each range; range
+  // 0's waits until ranges 1 and 2 have begun, then 100 ms more, so its thread finishes last.
+  std::mutex mutex;
+  std::condition_variable begun;
+  int others_begun = 0;
+  auto& hook = checks::attend_partial_test_hook();
+  hook = [&](const RowsView& keys) {
+    if (keys.rows() != 1) return;
+    std::unique_lock lock(mutex);
+    if (keys(0, 1) != 0.0) {
+      ++others_begun;
+      begun.notify_all();
+      return;
+    }
+    // Bounded, so a design that attends range 0 before starting the other threads only waits.
+    begun.wait_for(lock, std::chrono::seconds(2), [&] { return others_begun == 2; });
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  };
+  struct Unhook {  // clears the hook however this test ends
+    std::function<void(const RowsView&)>& hook;
+    ~Unhook() { hook = nullptr; }
+  } unhook{hook};
+  EXPECT_TRUE(BitIdentical(one_thread, partitioned_attention(q, K, V, 3, 3),
+                           {{}, "one thread", "3 threads, range 0 finishing last"}))
+      << "the entries must be merged in range order after the joins, not as threads finish";
+}
+/// [test_finishing_order]
 
 }  // namespace
 }  // namespace pa::flash_decoding
