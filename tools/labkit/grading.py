@@ -144,10 +144,34 @@ def read_table(lab: Lab, root: Path = ROOT) -> dict[str, Row]:
     return rows
 
 
+# A formula's TeX as terminal text (plain): the few commands the chapters' tables use.
+TEX_SYMBOLS = {"\\sum": "Σ", "\\cdot": "·", "\\times": "×", "\\le": "≤", "\\ge": "≥",
+               "\\infty": "∞", "\\lambda": "λ", "\\beta": "β", "\\rho": "ρ", "\\tau": "τ",
+               "\\lfloor": "⌊", "\\rfloor": "⌋", "\\lceil": "⌈", "\\rceil": "⌉",
+               "\\,": "", "\\;": " ", "\\!": "", "\\_": "_", "\\bmod": "mod"}
+
+
+def _formula_text(tex: str) -> str:
+    """e^{m_p - M} -> e^(m_p - M); \\mathrm{denom}_p -> denom_p; \\sum_p -> Σ_p."""
+    tex = re.sub(r"\\(?:mathrm|mathtt|text|mathit|operatorname)\{([^{}]*)\}", r"\1", tex)
+    for command, symbol in TEX_SYMBOLS.items():  # \le, not the start of \left
+        tail = r"(?![A-Za-z])" if command[-1].isalpha() else ""
+        tex = re.sub(re.escape(command) + tail, symbol, tex)
+    while True:  # innermost groups first: e^{s_t - s_{t'}}
+        done = re.sub(r"_\{([^{}]*)\}", r"_\1", tex)
+        done = re.sub(r"\^\{([^{}]*)\}", lambda m: "^(" + m.group(1).strip() + ")", done)
+        if done == tex:
+            break
+        tex = done
+    return tex.replace("{", "").replace("}", "")
+
+
 def plain(text: str, titles: dict[str, str] | None = None) -> str:
-    """Markdown/Doxygen text as terminal text: no backticks, \\ref as § title, no \\f$."""
+    """Markdown/Doxygen text as terminal text: no backticks, \\ref as § title, each formula's
+    TeX as plain symbols (e^{m_p - M} as e^(m_p - M))."""
     text = re.sub(r"\\ref\s+(\w+)", lambda m: "§ " + (titles or {}).get(m.group(1), m.group(1)),
                   text)
+    text = re.sub(r"\\f\$(.*?)\\f\$", lambda m: _formula_text(m.group(1)), text)
     return text.replace("`", "").replace("\\f$", "").replace("\\", "")
 
 

@@ -80,6 +80,17 @@ UBSAN = ("/w/labs/02-online-softmax/starter.cpp:51:14: runtime error: signed int
 
 
 class FailureText(unittest.TestCase):
+    def test_a_hint_prints_its_formulas_as_plain_symbols(self):
+        # The chapters' tables set formulas in MathJax; the terminal gets them as plain text.
+        hint = ("weigh partition p by its denom times \\f$e^{m_p - M}\\f$, the ratio "
+                "\\f$e^{\\,s_t - s_{t'}}\\f$, out \\f$\\sum_p \\mathrm{acc}_p / \\sum_p "
+                "\\mathrm{denom}_p\\f$, \\f$\\mathtt{block\\_table}[\\lfloor t/B \\rfloor]\\f$ "
+                "→ \\ref lab_07_merge")
+        self.assertEqual(
+            grading.plain(hint, {"lab_07_merge": "The fused merge"}),
+            "weigh partition p by its denom times e^(m_p - M), the ratio e^(s_t - s_t'), out "
+            "Σ_p acc_p / Σ_p denom_p, block_table[⌊ t/B ⌋] → § The fused merge")
+
     def test_the_emulators_report_is_read_whole(self):
         found = testrun.failures(GTEST_STUCK)
         self.assertEqual(len(found), 1)
