@@ -10,7 +10,7 @@ ratio, the chapters' measure (a series against the read yardstick), is the same 
 on the plot. Each series of the lab's code is a line through its medians, each point's range (min to max
 of the repetitions) a bar; the bars of different series are set a few pixels apart so that they
 do not hide one another. The yardsticks (BM_Baseline*) are grey lines through their medians, each
-with its own dash. A dashed rule marks the context length at which K and V fill one of the
+with its own dash. A solid grey rule marks the context length at which K and V fill one of the
 machine's caches (the data file's `caches` and `kv_bytes_per_token`). The legend is below the
 plot, clear of the curves."""
 from __future__ import annotations
@@ -135,12 +135,12 @@ def figure(data: dict) -> Figure:
         f.line(x, TOP, x, bottom, stroke=RULE, sw=0.6, dash="2,3")
         f.line(x, bottom, x, bottom + 5, stroke=INK, sw=1)
         f.text(x, bottom + 16, f"{n:,}", size=SIZE_SMALL, anchor="middle")
-    # Where K and V outgrow a cache: a dashed rule at the context length whose K and V bytes
+    # Where K and V outgrow a cache: a solid grey rule at the context length whose K and V bytes
     # equal the cache's size, labelled above the frame. A cache filled outside the plotted sizes
     # gets no rule (the 1 MiB L2 of the EPYC is full at 512 tokens, left of the first point).
     for cache in cache_marks(data, tokens):
         x = ax.x(cache["tokens"])
-        f.line(x, TOP, x, bottom, stroke=MUTED, sw=1.2, dash="6,3")
+        f.line(x, TOP, x, bottom, stroke=MUTED, sw=1.2)  # solid: every dash is a yardstick's
         f.text(x, TOP - 11, cache["label"], size=SIZE_SMALL, anchor="middle", fill=MUTED)
     f.rect(LEFT, TOP, RIGHT - LEFT, PLOT_H, stroke=INK, sw=1)
     f.text(18, TOP + PLOT_H / 2, data.get("unit", "GB/s of K and V read"), size=SIZE,

@@ -138,10 +138,10 @@ def corr_example() -> Figure:
                    fill=MUTED)
         f.lines(x, base + 62, state, size=SIZE_SMALL, anchor="start", mono=True, gap=1.45)
     # The rescale, between the first two panels.
-    f.arrow(208, 90, 284, 90, color=STATE.ink, sw=1.6)
-    f.text(246, 60, f"corr = e^{{2−4}}", size=SIZE, anchor="middle", fill=STATE.ink,
+    f.arrow(218, 90, 282, 90, color=STATE.ink, sw=1.6)  # clear of the panel's "1" at 205
+    f.text(250, 60, f"corr = e^{{2−4}}", size=SIZE, anchor="middle", fill=STATE.ink,
            weight="bold")
-    f.text(246, 108, f"= {corr:.3f}", size=SIZE_SMALL, anchor="middle", fill=STATE.ink,
+    f.text(250, 108, f"= {corr:.3f}", size=SIZE_SMALL, anchor="middle", fill=STATE.ink,
            weight="bold")
     # The caption under the figure says what the dashed bars are and quotes the run without
     # corr: denom, acc and out below (2.386, 54.41, 22.80 instead of 28.20).

@@ -45,8 +45,8 @@ Partial merge(const Partial& a, const Partial& b);
 Vec merge_partials(const std::vector<Partial>& partials);
 
 /// Returns softmax(K q / sqrt(d)) V computed flash-decoding style: the n keys are split into
-/// num_partitions contiguous ranges the way numpy.array_split does (the first n % p ranges
-/// get n / p + 1 rows, the rest n / p, so some are empty when p > n), the ranges are attended
+/// num_partitions (N_p) contiguous ranges the way numpy.array_split does (the first n % N_p ranges
+/// get n / N_p + 1 rows, the rest n / N_p, so some are empty when N_p > n), the ranges are attended
 /// with attend_partial on num_threads threads (each a contiguous run of ranges), and the
 /// partials are merged in range order, so the result has the same bits for every num_threads.
 /// q: [d]; K: [n, d]; V: [n, dv] -> [dv].

@@ -54,8 +54,8 @@ Vec merge_partials(const std::vector<Partial>& partials) {
 /// [merge_partials]
 
 /// [partitioned_attention]
-// Split the n keys into num_partitions contiguous ranges like numpy.array_split (the first
-// n % p ranges have n / p + 1 rows, the others n / p; empty ranges are fine), attend each
+// Split the n keys into num_partitions (N_p) contiguous ranges like numpy.array_split (the first
+// n % N_p ranges have n / N_p + 1 rows, the others n / N_p; empty ranges are fine), attend each
 // range, merge.
 // q: [d]; K: [n, d]; V: [n, dv] -> [dv]
 // A key range binds to attend_partial's RowsView without a copy (Eigen's middleRows).
