@@ -2,7 +2,7 @@
 import math
 
 from svgfig import (FREE, INK, MUTED, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
-                    Figure, hue)
+                    Figure, hue, text_width)
 
 # The 13-token sequence of the tests: block size 4, table [3, 1, 7, 0].
 BLOCK_SIZE = 4
@@ -128,11 +128,17 @@ def corr_example() -> Figure:
             if k < len(weights):
                 h = weights[k] * scale
                 f.rect(bx, base - h, bar_w, h, fill=hue(block).fill, stroke=hue(block).ink, sw=1)
-                f.text(bx + bar_w / 2, base - h - 9, f"{weights[k]:.3f}", size=SIZE_SMALL,
-                       anchor="middle", mono=True)
             if ghosts and k < len(ghosts):
-                h = ghosts[k] * scale
-                f.rect(bx, base - h, bar_w, h, stroke=hue(block).ink, sw=1, dash="3 2")
+                g = ghosts[k] * scale
+                f.rect(bx, base - g, bar_w, g, stroke=hue(block).ink, sw=1, dash="3 2")
+            if k < len(weights):
+                # The number on a white ground, so a dashed "before corr" outline behind it
+                # breaks around it instead of striking it through.
+                label = f"{weights[k]:.3f}"
+                w = text_width(label, SIZE_SMALL, mono=True) + 4
+                f.rect(bx + bar_w / 2 - w / 2, base - h - 17, w, 15, fill="#ffffff", stroke=None)
+                f.text(bx + bar_w / 2, base - h - 9, label, size=SIZE_SMALL, anchor="middle",
+                       mono=True)
             f.text(bx + bar_w / 2, base + 12, f"k{k}", size=SIZE_SMALL, anchor="middle")
             f.text(bx + bar_w / 2, base + 26, f"v={values[k]:g}", size=SIZE_SMALL, anchor="middle",
                    fill=MUTED)
