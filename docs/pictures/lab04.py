@@ -196,7 +196,9 @@ def write_read() -> Figure:
               size=SIZE_SMALL, mono=True)
         f.box(172, y, 48, 26, str(slot), stroke=h.ink, rx=0, size=SIZE_SMALL, mono=True)
         b, o = divmod(slot, BLOCK_SIZE)
-        f.arrow(220, y + 13, pool.left(0) - 2, pool.cy(b), color=h.ink, bend=1)
+        # Each arrow ends at its own height, by its row in the block, so the arrows into one
+        # block stay apart.
+        f.arrow(220, y + 13, pool.left(0) - 2, pool.cy(b) + (o - 1.5) * 5, color=h.ink, bend=1)
     f.text(10, py + len(new_rows) * 36 + 8, "(written by set_kv, before attention)",
            size=SIZE_SMALL, fill=MUTED)
 
@@ -208,7 +210,8 @@ def write_read() -> Figure:
         y = py + 14 + j * 62
         f.box(rx, y, 70, 26, f"[{j}] = {b}", fill=h.fill, stroke=h.ink, rx=0, size=SIZE_SMALL,
               mono=True)
-        f.arrow(pool.right(BLOCK_SIZE - 1) + 54, pool.cy(b), rx - 2, y + 13, color=h.ink,
+        # From the table's entry to the block it names: the read map goes table -> pool.
+        f.arrow(rx - 2, y + 13, pool.right(BLOCK_SIZE - 1) + 54, pool.cy(b), color=h.ink,
                 dash="5 3", bend=1)
         first, last = j * BLOCK_SIZE, min(cached + new, (j + 1) * BLOCK_SIZE) - 1
         f.text(rx + 78, y + 13, f"keys {first}–{last}", size=SIZE_SMALL, fill=h.ink)
