@@ -273,7 +273,7 @@ void print_design_table(const std::vector<pa::bench::PtxasFigures>& f) {
       blocks_of(f.at(sizes - 1), v2_shared_mem_bytes(kHeadSize, kPartitionSize)) * sms;
   // Registers and spills per partition size: the paragraph above the table gives them.
   std::printf("| batch | partition | blocks / SM | grid | waves | in flight / SM |\n");
-  std::printf("|---|---|---|---|---|---|\n");
+  std::printf("|---|---:|---:|---:|---:|---:|\n");  // numbers right-aligned
   for (const auto& s : kGpuShapes) {
     const int seqs = static_cast<int>(s[0]), tokens = static_cast<int>(s[1]);
     const int heads = static_cast<int>(s[2]), kv_heads = static_cast<int>(s[3]);

@@ -239,7 +239,7 @@ void print_design_table(const pa::bench::PtxasFigures& f) {
   // Registers and spills are the same on every row: the paragraph above the table gives them.
   std::printf(
       "| batch | shared / block | blocks / SM | partition | grid | waves | in flight / SM |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|\n");  // numbers right-aligned
   for (const auto& s : kGpuShapes) {
     const int seqs = static_cast<int>(s[0]), tokens = static_cast<int>(s[1]);
     const int heads = static_cast<int>(s[2]), kv_heads = static_cast<int>(s[3]);
