@@ -102,7 +102,7 @@ def cache_marks(data: dict, tokens: list[int]) -> list[dict]:
         if tokens[0] <= at <= tokens[-1]:
             shared = f", shared by {c['num_sharing']} cores" if c.get("num_sharing", 1) > 1 else ""
             marks.append({"tokens": at,
-                          "label": f"K and V fill the L{c['level']} ({mib(c['size'])}{shared})"})
+                          "label": f"K and V fill the reported L{c['level']} ({mib(c['size'])}{shared})"})
     return marks
 
 

@@ -136,7 +136,7 @@ class BookDataTest(unittest.TestCase):
                     caches=[{"level": 2, "size": 1 << 20, "num_sharing": 1},     # 512 tokens
                             {"level": 3, "size": 4 << 20, "num_sharing": 2}])    # 2,048 tokens
         svg = book_bench.figure(data).svg()
-        self.assertIn("K and V fill the L3 (4 MiB, shared by 2 cores)", svg)
+        self.assertIn("K and V fill the reported L3 (4 MiB, shared by 2 cores)", svg)
         self.assertNotIn("fill the L2", svg)
         marks = book_bench.cache_marks(data, [1024, 4096])
         self.assertEqual([m["tokens"] for m in marks], [2048])
