@@ -417,12 +417,11 @@ def kv_bytes_per_token(raw: list[dict]) -> int | None:
     """The K and V bytes a series reads per token of context: each run's bytes (its rate times
     its time) over its `tokens`, the value most runs give. A series that reads another amount
     per token (lab 03's cascade counts the shared prefix once) is outvoted."""
-    seconds = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
     counts: dict[int, int] = defaultdict(int)
     for r in raw:
         if r.get("error_occurred") or not r.get("bytes_per_second") or not r.get("tokens"):
             continue
-        total = r["bytes_per_second"] * r["real_time"] * seconds.get(r.get("time_unit", "ns"), 1e-9)
+        total = r["bytes_per_second"] * seconds(r)
         counts[round(total / r["tokens"] / 8) * 8] += 1  # whole doubles: timer noise rounds off
     return max(counts, key=counts.get) if counts else None
 

@@ -388,16 +388,15 @@ def report_line(detail: str, name: str, lines: list[str] | None = None) -> int |
     current, sep, previous = detail.partition(", which ")
     across_blocks = ", and nothing orders the two blocks" in previous
     previous = previous.split(", with no barrier")[0].split(", and nothing orders")[0]
-    if sep and across_blocks:
-        # Two blocks of one launch: the fence + atomic handshake that is missing is written where
-        # the later block takes the others' results (a fused merge), so the step is the reader's.
-        reader = own(report_lines(previous if " writes " in current else current, name))
-        if reader and (" writes " in current) != bool(re.search(r" (wrote|updated atomically) at ",
-                                                                 previous)):
-            return min(reader)
     if sep:
         cur_writes = " writes " in current
         prev_writes = bool(re.search(r" (wrote|updated atomically) at ", previous))
+        if across_blocks and cur_writes != prev_writes:
+            # Two blocks of one launch: the missing fence + atomic handshake is written where the
+            # later block takes the others' results (a fused merge), so the step is the reader's.
+            reader = own(report_lines(previous if cur_writes else current, name))
+            if reader:
+                return min(reader)
         prev_reads = " read at " in previous
         if cur_writes != prev_writes and (prev_writes or prev_reads):
             writer = own(report_lines(current if cur_writes else previous, name))
