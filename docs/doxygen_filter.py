@@ -109,11 +109,9 @@ def _about(graded: list[_Row], suites: list[str], backends: dict[str, list[str]]
     total = sum(row.points for row in graded)
     text = f"{_count(len(graded), 'graded test')}, {_count(total, 'point')}"
     if len(suites) == 1:
-        text += (f", all in suite `{suites[0]}`, so the rows name their tests without the "
-                 f"`{suites[0]}.` prefix")
+        text += f", all in suite `{suites[0]}`"
     elif suites:
-        text += (f", in {len(suites)} suites; a heading row names each suite, and the rows "
-                 f"under it give only the test's name")
+        text += f", in {len(suites)} suites"
     runs = {tuple(backends.get(suite, ())) for suite in suites}
     if len(runs) == 1 and (names := next(iter(runs))):
         text += (f"; each runs as {_listed([f'`/{name}`' for name in names])}, "
@@ -367,21 +365,18 @@ def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
     if part2 is not None:
         heading = PART2_START.fullmatch(lines[part2].rstrip("\n")).group(1)
         second = f"lab_{lab}_lesson2"
-        intro = (f'<div class="book-bench-intro">The second page of lab {lab}\'s lesson, after '
+        intro = (f'<div class="book-bench-intro">Lab {lab}\'s lesson, continued from '
                  f'{lesson}.</div>')
         lines[part2] = page_break(second, part2_title(lab, heading), intro, f"lab_{lab}_part2",
                                   heading)
-        intro = (f'<div class="book-bench-intro">This is the working part of lab {lab}. Its '
-                 f'lesson explains the ideas the code below puts to work: {lesson} and, on its '
-                 f'second page, \\ref {second} "{heading}".</div>')
+        intro = (f'<div class="book-bench-intro">Lab {lab} at the bench. Its lesson: {lesson} '
+                 f'and \\ref {second} "{heading}".</div>')
     else:
-        intro = (f'<div class="book-bench-intro">This is the working part of lab {lab}; its '
-                 f'lesson, {lesson}, explains the ideas the code below puts to work.</div>')
+        intro = f'<div class="book-bench-intro">Lab {lab} at the bench. Its lesson: {lesson}.</div>'
     lines[i] = page_break(bench, bench_title(lab), intro + job, f"lab_{lab}_files", "Files")
     if j is not None:
-        intro = (f'<div class="book-bench-intro">The last part of lab {lab}: notes on the code '
-                 f'of \\ref {bench} "its bench", what was measured, and questions on its lesson, '
-                 f'\\ref lab_{lab} "{title}".</div>')
+        intro = (f'<div class="book-bench-intro">Lab {lab}\'s notes and measurements, after '
+                 f'\\ref {bench} "its bench" and its lesson, \\ref lab_{lab} "{title}".</div>')
         lines[j] = page_break(notes, notes_title(lab), intro, f"lab_{lab}_notes", "Notes")
     return lines
 

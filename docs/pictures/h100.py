@@ -2,6 +2,7 @@
 read once for the pictures of labs 05 to 07, and the GB/s scale they draw them on. Every figure is
 keyed by its decode batch (seqs, tokens, heads, kv_heads)."""
 import json
+import re
 from pathlib import Path
 
 from svgfig import INK, MUTED, PAPER, RULE, SIZE, SIZE_SMALL, STATE, Figure, text_width
@@ -33,6 +34,20 @@ def bench_series(lab: str, series: str) -> dict:
         if b["name"].split("/")[0] == series and not b.get("error_occurred"):
             out[(int(b["seqs"]), int(b["tokens"]), int(b["heads"]), int(b["kv_heads"]))] = \
                 (b["bytes_per_second"] / 1e9, b.get("roofline_pct"))
+    return out
+
+
+def refused_pct(lab: str, series: str) -> dict:
+    """The % of the same-run read yardstick of each batch whose figure the benchmark refused as
+    impossible (above 100%), read from its error message, per batch."""
+    out = {}
+    for b in json.loads(LAB_BENCH[lab].read_text())["benchmarks"]:
+        m = re.match(r"impossible: ([0-9.]+) %", b.get("error_message", ""))
+        name, *args = b["name"].split("/")
+        if name == series and m:  # an error entry names its batch only in its name
+            shape = dict(a.split(":") for a in args if ":" in a)
+            out[(int(shape["seqs"]), int(shape["tokens"]), int(shape["heads"]),
+                 int(shape["kv_heads"]))] = float(m.group(1))
     return out
 
 
@@ -74,14 +89,15 @@ def read_tick(f: Figure, x: float, y1: float, y2: float, inferred: bool = False)
 def batch_bars(f: Figure, x0: float, scale: float, y: float, read_gbps: float,
                target_pct: float | None, bars: list, inferred: bool = False) -> None:
     """One batch's bars from x0, 15 px apart from y: `bars` holds (hue, GB/s or None, label,
-    text where the figure is missing, bold?). Behind them the target band (target_pct of the
-    read) and the read's tick. A figure's label stays with its own bar: after the bar's end
-    where it ends before the band (or the tick), else inside the bar, right-aligned at its end,
-    in the hue's ink on the bar's own fill; never across the tick away from the bar. The text of
-    a missing figure goes where the bar would start, or past the tick where it would reach the
-    band. The caller leaves room right of the tick (LABEL_ROOM). An `inferred` read (one the run
-    never measured, worked out from another figure) is a dashed, hollow tick with the word
-    "inferred" beside it, so that it is not taken for a measurement."""
+    text where the figure is missing, bold?, refused?); a refused figure (one the benchmark
+    refused as impossible) is drawn as a hollow, dashed bar. Behind them the target band (target_pct of the
+    read) and the read's tick. Every figure's label stands in one column right of the scale's
+    end, on its bar's line and in its hue, so that labels never meet a band, a tick or another
+    bar and read down the figure like a table's column. The text of a missing figure goes where
+    the bar would start, or past the tick where it would reach the band. The caller leaves room
+    right of the scale (LABEL_ROOM). An `inferred` read (one the run never measured, worked out
+    from another figure) is a dashed, hollow tick with the word "inferred" beside it, so that it
+    is not taken for a measurement."""
     height = 15 * len(bars) + 1
     read_x = x0 + read_gbps * scale
     band_x = read_x
@@ -92,7 +108,7 @@ def batch_bars(f: Figure, x0: float, scale: float, y: float, read_gbps: float,
         read_tick(f, read_x, y - 2, y + height + 2, inferred=True)
         f.text(read_x + 6, y + 8, "inferred", size=SIZE_SMALL, fill=MUTED, italic=True)
         if any(gbps is None and x0 + 4 + text_width(missing, SIZE_SMALL) > read_x - 3
-               for _, gbps, _, missing, _ in bars[:1]):
+               for _, gbps, _, missing, _, *_ in bars[:1]):
             f.overflows.append("\"inferred\" beside the read tick meets a bar's text")
     else:
         read_tick(f, read_x, y - 2, y + height + 2)
@@ -104,22 +120,20 @@ def batch_bars(f: Figure, x0: float, scale: float, y: float, read_gbps: float,
         """Text at x would run into the band or across the tick."""
         return x < read_x + 4 and x + width(text, bold) > band_x - 3
 
-    for j, (style, gbps, label, missing, bold) in enumerate(bars):
+    for j, (style, gbps, label, missing, bold, *refused) in enumerate(bars):
         by = y + 1 + 15 * j
         if gbps is None:
             x = read_x + 6 if reaches(x0 + 4, missing, False) else x0 + 4
             f.text(x, by + 7, missing, size=SIZE_SMALL, fill=MUTED)
             continue
-        end = x0 + gbps * scale
-        f.rect(x0, by, gbps * scale, 13, fill=style.fill, stroke=style.ink, sw=1)
-        weight = "bold" if bold else "normal"
-        if reaches(end + 5, label, bold) and width(label, bold) + 10 <= gbps * scale:
-            f.text(end - 5, by + 6.5, label, size=SIZE_SMALL, anchor="end", fill=style.ink,
-                   weight=weight)
+        if refused and refused[0]:
+            f.rect(x0, by, gbps * scale, 13, fill=PAPER, stroke=style.ink, sw=1, dash="4 3")
         else:
-            f.text(end + 5, by + 6.5, label, size=SIZE_SMALL, fill=style.ink, weight=weight)
+            f.rect(x0, by, gbps * scale, 13, fill=style.fill, stroke=style.ink, sw=1)
+        f.text(x0 + GBPS_MAX * scale + 8, by + 6.5, label, size=SIZE_SMALL, fill=style.ink,
+               weight="bold" if bold else "normal")
 
 
-# The px right of the fastest read tick (about 2,950 GB/s) that a label past the tick needs:
-# "2,837 (97%)" in bold at 13 px.
+# The px right of the scale's end (GBPS_MAX) that the column of labels needs: "2,837  (97%)" in
+# bold at 13 px.
 LABEL_ROOM = 100

@@ -17,7 +17,7 @@ namespace simt_tests::SIMT_BACKEND {
 /// __pipeline_wait_prior(1) (seen[4..7]: the first group only) and after
 /// __pipeline_wait_prior(0) (seen[8..11]). The slot starts as -1 in every float.
 __global__ void async_copy_groups_kernel(const float* __restrict__ src, float* __restrict__ seen) {
-  __shared__ __align__(16) float slots[32][4];  // [threads, 4]
+  alignas(16) __shared__ float slots[32][4];  // [threads, 4]
   const int t = static_cast<int>(threadIdx.x);
   for (int i = 0; i < 4; ++i) slots[t][i] = -1.0f;
   __pipeline_memcpy_async(&slots[t][0], &src[4 * t], 8);  // group 0: floats 0 and 1
@@ -36,7 +36,7 @@ __global__ void async_copy_groups_kernel(const float* __restrict__ src, float* _
 /// as -1 in every float), waits, and writes the slot to out[4t .. 4t+3].
 __global__ void async_copy_zfill_kernel(const float* __restrict__ src, float* __restrict__ out,
                                         int zfill) {
-  __shared__ __align__(16) float slots[32][4];  // [threads, 4]
+  alignas(16) __shared__ float slots[32][4];  // [threads, 4]
   const int t = static_cast<int>(threadIdx.x);
   for (int i = 0; i < 4; ++i) slots[t][i] = -1.0f;
   __pipeline_memcpy_async(&slots[t][0], &src[4 * t], 16, static_cast<std::size_t>(zfill));
@@ -53,7 +53,7 @@ __global__ void async_copy_zfill_kernel(const float* __restrict__ src, float* __
 /// read of slot (t + 1) % blockDim.x.
 __global__ void async_copy_neighbour_kernel(const float* __restrict__ src, float* __restrict__ out,
                                             bool wait_first) {
-  __shared__ __align__(16) float tile[64];  // [threads]
+  alignas(16) __shared__ float tile[64];  // [threads]
   const int t = static_cast<int>(threadIdx.x);
   const int n = static_cast<int>(blockDim.x);
   tile[t] = -1.0f;
@@ -76,7 +76,7 @@ __global__ void ring_column_sum_kernel(const float* __restrict__ in, float* __re
                                        int tiles, int wait_count) {
   constexpr int kCols = 64;                        // = blockDim.x
   constexpr int kTile = 4 * kCols;                 // floats in a tile: 4 rows of kCols
-  __shared__ __align__(16) float stage[2][kTile];  // [stages, 4, kCols]
+  alignas(16) __shared__ float stage[2][kTile];  // [stages, 4, kCols]
   const int t = static_cast<int>(threadIdx.x);
   const float* rows = in + blockIdx.x * tiles * kTile;  // [tiles, 4, kCols], this block's
   for (int i = 0; i < 4; ++i) stage[0][4 * t + i] = stage[1][4 * t + i] = 0.0f;
