@@ -402,6 +402,54 @@ def shuffle_sum() -> Figure:
     return f
 
 
+def tree_sum() -> Figure:
+    """The interlude's tree reduction over eight threads: each round halves the stride, thread
+    t < stride adds partial[t + stride] into partial[t], and a barrier ends the round (and the
+    load before the first)."""
+    n = len(SHUFFLE_VALUES)
+    strides = [n // 2 >> k for k in range(n.bit_length() - 1)]   # 4, 2, 1
+    rows = [list(SHUFFLE_VALUES)]
+    for stride in strides:
+        rows.append([rows[-1][t] + rows[-1][t + stride] if t < stride else rows[-1][t]
+                     for t in range(n)])
+    assert rows[-1][0] == SHUFFLE_SUM, rows[-1]
+    f = Figure(760, 0, "A tree reduction in shared memory over eight threads",
+               "partial[] holds 3, 1, 4, 1, 5, 9, 2, 6. In three rounds, strides 4, 2 and 1, "
+               "each thread t below the stride adds partial[t + stride] into partial[t], and a "
+               "barrier ends each round; afterwards partial[0] holds 31. Greyed cells are no "
+               "longer read.")
+    f.text(10, 14, "if (t < stride) partial[t] += partial[t + stride];  __syncthreads();",
+           size=SIZE_TITLE, weight="bold", mono=True)
+    xs = [54 + 64 * t for t in range(n)]
+    ys = [64 + 88 * k for k in range(len(rows))]
+    half = 13
+    for k, y in enumerate(ys):   # the barrier after the load and after every round
+        f.barrier_line(xs[0] - 30, xs[-1] + 30, y + half + 10, "__syncthreads()")
+    for k, stride in enumerate(strides):
+        ink = hue(k).ink
+        top, bottom = ys[k] + half + 20, ys[k + 1] - half
+        for t in range(stride):
+            f.line(xs[t], top, xs[t], bottom, stroke=RULE, sw=1)
+            f.line(xs[t + stride], top, xs[t], bottom, stroke=ink, sw=1.2, arrow=True)
+        mid = (top + bottom) / 2
+        f.text(xs[-1] + 44, mid - 8, f"stride {stride}", size=NOTE_SIZE, fill=ink,
+               weight="bold")
+        f.text(xs[-1] + 44, mid + 8, f"threads 0 to {stride - 1} add" if stride > 1 else
+               "thread 0 adds", size=NOTE_SIZE, fill=ink)
+    for k, (y, values) in enumerate(zip(ys, rows)):
+        live = n if k == 0 else strides[k - 1]   # the cells a later round still reads
+        for t in range(n):
+            done = t >= live
+            f.box(xs[t] - 22, y - half, 44, 2 * half, str(values[t]),
+                  fill=STATE.fill if k == len(rows) - 1 and t == 0 else
+                  (FREE.fill if done else "#ffffff"), stroke=FREE.ink if done else INK,
+                  size=NOTE_SIZE, mono=True, color=MUTED if done else INK)
+    for t in range(n):
+        f.text(xs[t], 40, f"t = {t}", size=NOTE_SIZE, anchor="middle", fill=MUTED)
+    f.height = ys[-1] + half + 20
+    return f
+
+
 # ---- the interlude's first kernel: one thread per element ----------------------------------------
 INDEX_N, INDEX_THREADS = 13, 8   # the interlude's example (its test in test_checker.cpp too)
 
@@ -741,6 +789,7 @@ FIGURES = {"lab05_key_cache": key_cache, "lab05_value_cache": value_cache,
            "lab05_thread_map": thread_map, "lab05_key_lanes": key_lanes, "lab05_timeline": timeline,
            "lab05_group_butterfly": group_butterfly,
            "lab05_warp_butterfly": warp_butterfly, "lab05_shuffle_sum": shuffle_sum,
+           "lab05_tree_sum": tree_sum,
            "lab05_gpu": gpu,
            "lab05_hierarchy": hierarchy, "lab05_coalescing": coalescing,
            "lab05_occupancy": occupancy, "lab05_index_map": index_map,
