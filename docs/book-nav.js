@@ -109,7 +109,7 @@ var BookNav = {
   },
 
   /**
-   * The sidebar shows every chapter with its three pages: "Chapters" is opened, and under it each
+   * The sidebar shows every chapter with its pages: "Chapters" is opened, and under it each
    * chapter's entry, so its bench and its notes show indented under its title wherever the
    * reader is; "Conventions" and "Appendices" are opened too, so Notation by lab and the
    * Glossary, which every chapter's glance points to, are always in the sidebar. (Doxygen's tree
@@ -211,7 +211,7 @@ var BookNav = {
    * the number. The sidebar shows the number apart, as a book's table of
    * contents does: "07" in a column of its own, the title beside it, its wrapped lines under its
    * first (a hanging indent); a chapter's bench and notes pages, listed under it, say only "At the
-   * bench" and "Notes and measurements"; an appendix "C", a section of one "A.5". Page titles, the
+   * bench", "Notes" and "Measurements"; an appendix "C", a section of one "A.5". Page titles, the
    * breadcrumb and the links at a page's foot keep the whole title ("Lab 07 — ..."); so does the
    * entry's tooltip.
    * Doxygen builds the sidebar's entries as branches open, so new ones are relabelled as they come.

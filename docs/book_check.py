@@ -3,11 +3,11 @@
 the browser check adds Debian's Selenium.
 
 - structure_check: the book's order and shape: the index lists every chapter, in order; each
-  chapter is three pages, its lesson lab_NN.html with the lesson's sections (lab_NN_glance,
+  chapter is four pages, its lesson lab_NN.html with the lesson's sections (lab_NN_glance,
   lab_NN_why, lab_NN_background; a long lesson goes on on lab_NN_lesson2.html, from its
   section lab_NN_part2), right after it in the sidebar its bench lab_NN_bench.html
   (lab_NN_files ... lab_NN_tests), then its notes lab_NN_review.html (lab_NN_notes ...
-  lab_NN_references); each page ends with the link on to the next and starts with the link back
+  lab_NN_references), then its measurements lab_NN_measurements.html (lab_NN_measured); each page ends with the link on to the next and starts with the link back
   to the one before.
 - source_check: no `<!-- instructor -->` (or student) marker inside a Markdown table of the
   book's sources (it ends the table; the rows after it print as literal text).
@@ -67,15 +67,17 @@ PAPER_HOSTS = {
 }
 
 # The sections every chapter has, as `lab_NN_<suffix>` ids: the lesson's, on the chapter's first
-# page (lab_NN.html), the bench's, on its second (lab_NN_bench.html), and the notes', on its third
-# (lab_NN_review.html; docs/doxygen_filter.py makes the cuts).
+# page (lab_NN.html), the bench's, on its second (lab_NN_bench.html), the notes', on its third
+# (lab_NN_review.html), and the measurements', on its fourth (lab_NN_measurements.html;
+# docs/doxygen_filter.py makes the cuts).
 LESSON_SECTIONS = ("glance", "why", "background")
 BENCH_SECTIONS = ("files", "run", "implement", "tests")
 NOTES_SECTIONS = ("notes", "check", "further", "references")
-CHAPTER_SECTIONS = LESSON_SECTIONS + BENCH_SECTIONS + NOTES_SECTIONS
-# A chapter's page: its lesson (lab_05.html), its bench (lab_05_bench.html) or its notes
-# (lab_05_review.html).
-CHAPTER_PAGE = re.compile(r"lab_(\d\d)(?:_lesson2|_bench|_review)?\.html")
+MEASURED_SECTIONS = ("measured",)
+CHAPTER_SECTIONS = LESSON_SECTIONS + BENCH_SECTIONS + NOTES_SECTIONS + MEASURED_SECTIONS
+# A chapter's page: its lesson (lab_05.html), its bench (lab_05_bench.html), its notes
+# (lab_05_review.html) or its measurements (lab_05_measurements.html).
+CHAPTER_PAGE = re.compile(r"lab_(\d\d)(?:_lesson2|_bench|_review|_measurements)?\.html")
 
 # Attributes that load or link something, per tag (HTML and SVG).
 LINK_ATTRS = {
@@ -204,13 +206,15 @@ def structure_check(html_dir: Path, repo: Path) -> list[str]:
         if not (html_dir / lesson).is_file():
             continue
         chapter = [(lesson, LESSON_SECTIONS), (f"lab_{nn}_bench.html", BENCH_SECTIONS),
-                   (f"lab_{nn}_review.html", NOTES_SECTIONS)]
+                   (f"lab_{nn}_review.html", NOTES_SECTIONS),
+                   (f"lab_{nn}_measurements.html", MEASURED_SECTIONS)]
         if (html_dir / f"lab_{nn}_lesson2.html").is_file():  # a long lesson's second page
             chapter.insert(1, (f"lab_{nn}_lesson2.html", ("part2",)))
         missing_pages = [file for file, _ in chapter if not (html_dir / file).is_file()]
         for file in missing_pages:
             page, heading = (("bench", "Files") if file.endswith("_bench.html")
-                             else ("notes", "Notes"))
+                             else ("measurements", "Measured")
+                             if file.endswith("_measurements.html") else ("notes", "Notes"))
             problems.append(f"{file}: missing (lab {nn}'s {page} page: docs/doxygen_filter.py "
                             f"starts it at the heading `## {heading} "
                             f"{{#lab_{nn}_{heading.lower()}}}`)")
@@ -1196,9 +1200,10 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
     if not problems:
         chapters = [f for f, _ in book_pages(html_dir) if re.fullmatch(r"lab_\d\d\.html", f)]
         print(f"  ok: the index and the sidebar list {len(chapters)} chapter(s) in order, "
-              f"each with its {len(CHAPTER_SECTIONS)} sections on three pages, the lesson "
-              f"({len(LESSON_SECTIONS)}; a long one goes on on a second page), the bench after it ({len(BENCH_SECTIONS)}) and the "
-              f"notes ({len(NOTES_SECTIONS)}), linked both ways; every heading has an explicit "
+              f"each with its {len(CHAPTER_SECTIONS)} sections on four pages, the lesson "
+              f"({len(LESSON_SECTIONS)}; a long one goes on on a second page), the bench after it "
+              f"({len(BENCH_SECTIONS)}), the notes ({len(NOTES_SECTIONS)}) and the measurements "
+              f"({len(MEASURED_SECTIONS)}), linked both ways; every heading has an explicit "
               f"id")
     count += len(problems)
 

@@ -16,13 +16,14 @@ right line:
   `Suite.Test` names and long cells read as a wall of text.) A page without a table of contents
   gets `\\tableofcontents` appended at the end, so every chapter has the interactive contents in
   its margin.
-- A chapter (labs/NN-*/README.md) reads as three pages: the lesson, `lab_NN` (At a glance, Why
+- A chapter (labs/NN-*/README.md) reads as four pages: the lesson, `lab_NN` (At a glance, Why
   this lab exists, Background), the bench, `lab_NN_bench` (the lab's files, how to run them, the
-  TODO steps and the test table), and the notes, `lab_NN_review` (Notes, Measured, Check yourself,
-  Going further, References), so no page is a 16,000 to 30,000 px scroll and the reference
-  material sits neither inside the lesson nor inside the work. The README stays one file (the
-  grader, `tools/lab hint` and the tests read it whole); the cuts are made here, at its `## Files
-  {#lab_NN_files}` and `## Notes {#lab_NN_notes}` headings (split_chapter). Every section keeps
+  TODO steps and the test table), the notes, `lab_NN_review` (Notes, Check yourself, Going
+  further, References), and the measurements, `lab_NN_measurements` (Measured), so no page is a
+  16,000 to 30,000 px scroll and the reference material sits neither inside the lesson nor
+  inside the work. The README stays one file (the grader, `tools/lab hint` and the tests read it
+  whole); the cuts are made here, at its `## Files {#lab_NN_files}`, `## Notes {#lab_NN_notes}`
+  and `## Measured {#lab_NN_measured}` headings (split_chapter). Every section keeps
   its id, so a \\ref or a hint's § link to it still resolves, on whichever page it now is.
 - The bench page opens with a "Your job" box (your_job), made from what the chapter already
   holds, so it cannot go stale: the file its Files table calls "your file", the steps of the
@@ -227,6 +228,9 @@ def tests_table(lines: list[str], lab: str | None = None,
 CHAPTER_TITLE = re.compile(r"# (Lab (\d\d) — [^{]*?)\s*\{#lab_(\d\d)\}\s*")
 BENCH_START = re.compile(r"## Files \{#lab_(\d\d)_files\}\s*")
 NOTES_START = re.compile(r"## Notes \{#lab_(\d\d)_notes\}\s*")
+# The measurements close a chapter on a page of their own, `lab_NN_measurements`, from the
+# heading `## Measured {#lab_NN_measured}` (after `## Notes`, the README's last section).
+MEASURED_START = re.compile(r"## Measured \{#lab_(\d\d)_measured\}\s*")
 # A long lesson goes on on a second page, `lab_NN_lesson2`, from its heading `## Title
 # {#lab_NN_part2}` (before `## Files`); the page is titled "Lab NN: title".
 PART2_START = re.compile(r"## (.+?) \{#lab_(\d\d)_part2\}\s*")
@@ -247,7 +251,11 @@ def bench_title(lab: str) -> str:
 
 
 def notes_title(lab: str) -> str:
-    return f"Lab {lab}: notes and measurements"  # = the sidebar's (docs/CMakeLists.txt)
+    return f"Lab {lab}: notes"  # = the sidebar's (docs/CMakeLists.txt)
+
+
+def measured_title(lab: str) -> str:
+    return f"Lab {lab}: measurements"  # = the sidebar's (docs/CMakeLists.txt)
 
 
 def part2_title(lab: str, heading: str) -> str:
@@ -346,9 +354,11 @@ def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
     its own table of contents, and the bench page, `lab_NN_bench`, starts with a sentence that
     names its lesson; all of it replaces the `## Files` heading line, with that heading written
     as the \\section it stands for. The same at the `## Notes` heading after it: the notes page,
-    `lab_NN_review`, starts with a sentence that names the bench. The way on from a page to the
-    next is the sidebar's and the Previous / Next links' (docs/book-nav.js). A chapter without
-    the `## Files` heading stays one page; one without the `## Notes` heading after it, two."""
+    `lab_NN_review`, starts with a sentence that names the bench, and at the `## Measured` heading
+    after that: the measurements page, `lab_NN_measurements`, names the notes. The way on from a
+    page to the next is the sidebar's and the Previous / Next links' (docs/book-nav.js). A
+    chapter without the `## Files` heading stays one page; one without the `## Notes` heading
+    after it, two; one without the `## Measured` heading after that, three."""
     first = CHAPTER_TITLE.fullmatch(lines[0].rstrip("\n")) if lines else None
     if not first or first.group(2) != lab or first.group(3) != lab:
         return lines
@@ -375,9 +385,15 @@ def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
         intro = f'<div class="book-bench-intro">Lab {lab} at the bench. Its lesson: {lesson}.</div>'
     lines[i] = page_break(bench, bench_title(lab), intro + job, f"lab_{lab}_files", "Files")
     if j is not None:
-        intro = (f'<div class="book-bench-intro">Lab {lab}\'s notes and measurements, after '
-                 f'\\ref {bench} "its bench" and its lesson, \\ref lab_{lab} "{title}".</div>')
+        intro = (f'<div class="book-bench-intro">Lab {lab}\'s notes, after \\ref {bench} '
+                 f'"its bench" and its lesson, \\ref lab_{lab} "{title}".</div>')
         lines[j] = page_break(notes, notes_title(lab), intro, f"lab_{lab}_notes", "Notes")
+        k = _find(lines, MEASURED_START, lab, j + 1)
+        if k is not None:
+            intro = (f'<div class="book-bench-intro">What lab {lab}\'s code costs, measured; '
+                     f'after \\ref {notes} "its notes".</div>')
+            lines[k] = page_break(f"lab_{lab}_measurements", measured_title(lab), intro,
+                                  f"lab_{lab}_measured", "Measured")
     return lines
 
 

@@ -26,10 +26,11 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   page title with a space: both are dropped, so a heading's text is its first line.
 - Figures are numbered per chapter, in order ("Figure 7.3." before the caption of lab_07.html's
   third picture; the introduction, index.html, is chapter 0; the figure gets the anchor
-  fig-<picture name>). A chapter is three pages, its lesson lab_NN.html (a long one goes on on
-  lab_NN_lesson2.html), its bench lab_NN_bench.html and its notes lab_NN_review.html
-  (docs/doxygen_filter.py cuts it), numbered as one: the bench's first figure follows the
-  lesson's last, the notes' the bench's, and so do its formulas and tables. An interlude before a chapter (lab_05_gpu.html, from
+  fig-<picture name>). A chapter is four pages, its lesson lab_NN.html (a long one goes on on
+  lab_NN_lesson2.html), its bench lab_NN_bench.html, its notes lab_NN_review.html and its
+  measurements lab_NN_measurements.html (docs/doxygen_filter.py cuts it), numbered as one: the
+  bench's first figure follows the lesson's last, the notes' the bench's, the measurements' the
+  notes', and so do its formulas and tables. An interlude before a chapter (lab_05_gpu.html, from
   docs/interlude_05.md; any docs/interlude_NN.md) is numbered on its own, by a Roman numeral for
   its place among the interludes: Figure I.1, Table I.1 before lab 05, Figure II.1 before lab 07. The text refers to a figure as {{fig:lab07_tiles}}, written in the
   chapter's Markdown, which becomes a link "Figure 7.3" on any page. A reference to a figure no
@@ -46,8 +47,8 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   named one as {{tab:NAME}}, which becomes a link "Table 7.2". A reference to no table stops the
   build; a `Table:` paragraph that no table follows is left as it is, for book_check to report.
 - A lab's own pages (lab_NN.html, lab_NN_bench.html, lab_NN_review.html,
-  given_code_labNN.html) never link into another lab's header: Doxygen resolves a name that
-  two labs' headers both define (kNumThreads, kWarpSize, cuda_device_present) to the first it
+  lab_NN_measurements.html, given_code_labNN.html) never link into another lab's header:
+  Doxygen resolves a name that two labs' headers both define (kNumThreads, kWarpSize, cuda_device_present) to the first it
   met, so lab 06's code linked to lab 05's constants and showed their tooltips. Such a link is
   dropped and its text kept.
 - A lesson's second page (lab_NN_lesson2.html) shows its first heading only as its title: the
@@ -106,7 +107,7 @@ FIGURE = re.compile(r'<div class="image">(\n<(?:object|img)\b[^>]*?\b(?:data|src
 # is chapter 0.
 CHAPTER_PAGE = re.compile(r"^(?:lab_(\d\d)(_[a-z0-9]+)?|index)\.html$")
 # The order of a chapter's pages by their suffix; any other suffix is its interlude, read first.
-CHAPTER_PAGE_ORDER = {"": 1, "_lesson2": 2, "_bench": 3, "_review": 4}
+CHAPTER_PAGE_ORDER = {"": 1, "_lesson2": 2, "_bench": 3, "_review": 4, "_measurements": 5}
 
 
 def chapter_pages(names) -> list[str]:

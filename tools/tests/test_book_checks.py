@@ -747,9 +747,9 @@ class TestTableCaptionTest(unittest.TestCase):
 
 
 class ChapterSplitTest(unittest.TestCase):
-    """A chapter reads as three pages, its lesson (lab_NN.html: At a glance, Why, Background),
-    its bench (lab_NN_bench.html: Files to the tests) and its notes (lab_NN_review.html: Notes to
-    References), cut from the one README by docs/doxygen_filter.py; docs/book_check.py holds the
+    """A chapter reads as four pages, its lesson (lab_NN.html: At a glance, Why, Background),
+    its bench (lab_NN_bench.html: Files to the tests), its notes (lab_NN_review.html: Notes to
+    References) and its measurements (lab_NN_measurements.html: Measured), cut from the one README by docs/doxygen_filter.py; docs/book_check.py holds the
     built book to that shape, and docs/tidy_html.py numbers the pages' figures, formulas and
     tables as one chapter."""
 
@@ -758,7 +758,8 @@ class ChapterSplitTest(unittest.TestCase):
               "  would continue\n", "\n", "## Files {#lab_05_files}\n", "\n", "Files.\n", "\n",
               "## What the tests prove {#lab_05_tests}\n", "\n", "Tests.\n", "\n",
               "## Notes {#lab_05_notes}\n", "\n", "Notes.\n", "\n",
-              "## References {#lab_05_references}\n", "\n", "Papers.\n"]
+              "## References {#lab_05_references}\n", "\n", "Papers.\n", "\n",
+              "## Measured {#lab_05_measured}\n", "\n", "Rates.\n"]
 
     @staticmethod
     def filter_module():
@@ -775,9 +776,11 @@ class ChapterSplitTest(unittest.TestCase):
         self.assertEqual(len(out), len(self.README))  # Doxygen's warnings keep their line numbers
         files = self.README.index("## Files {#lab_05_files}\n")
         notes = self.README.index("## Notes {#lab_05_notes}\n")
+        measured = self.README.index("## Measured {#lab_05_measured}\n")
         self.assertEqual(out[:files], self.README[:files])
         self.assertEqual(out[files + 1:notes], self.README[files + 1:notes])
-        self.assertEqual(out[notes + 1:], self.README[notes + 1:])
+        self.assertEqual(out[notes + 1:measured], self.README[notes + 1:measured])
+        self.assertEqual(out[measured + 1:], self.README[measured + 1:])
         # The lesson ends with its own contents (no box pointing on: the Previous / Next links
         # do that), then the bench page starts, names its lesson, and opens with the Files
         # section under its old id.
@@ -793,9 +796,16 @@ class ChapterSplitTest(unittest.TestCase):
         line = out[notes]
         self.assertNotIn("book-way-on", line)
         self._in_order(line, "\\tableofcontents",
-                       "\\page lab_05_review Lab 05: notes and measurements",
+                       "\\page lab_05_review Lab 05: notes",
                        "\\ref lab_05_bench", "\\section lab_05_notes Notes")
         self.assertTrue(line.endswith("\\section lab_05_notes Notes\n"), line)
+        self.assertEqual(line.count("\n"), 1)
+        # And at Measured: the notes end with their contents, the measurements name the notes.
+        line = out[measured]
+        self._in_order(line, "\\tableofcontents",
+                       "\\page lab_05_measurements Lab 05: measurements",
+                       "\\ref lab_05_review", "\\section lab_05_measured Measured")
+        self.assertTrue(line.endswith("\\section lab_05_measured Measured\n"), line)
         self.assertEqual(line.count("\n"), 1)
 
     def test_a_long_lesson_goes_on_on_a_second_page_at_its_part2_heading(self):
@@ -862,6 +872,7 @@ class ChapterSplitTest(unittest.TestCase):
         lesson = anchors(*check.LESSON_SECTIONS)
         bench = anchors(*check.BENCH_SECTIONS)
         notes = anchors(*check.NOTES_SECTIONS)
+        measured = anchors(*check.MEASURED_SECTIONS)
         if split:
             site.page("lab_05.html", lesson)
             site.page("lab_05_bench.html", '<div class="book-bench-intro">Of <a class="el" '
@@ -869,8 +880,11 @@ class ChapterSplitTest(unittest.TestCase):
             site.page("lab_05_review.html", '<div class="book-bench-intro">After <a class="el" '
                                             'href="lab_05_bench.html">the bench</a>.</div>'
                       + notes)
+            site.page("lab_05_measurements.html", '<div class="book-bench-intro">After <a '
+                                                  'class="el" href="lab_05_review.html">the '
+                                                  'notes</a>.</div>' + measured)
         else:
-            site.page("lab_05.html", lesson + bench + notes)
+            site.page("lab_05.html", lesson + bench + notes + measured)
         repo = tmp / "repo"
         (repo / "labs" / "05-kernel").mkdir(parents=True)
         (repo / "labs" / "05-kernel" / "README.md").write_text("# Lab 05 — K {#lab_05}\n")
@@ -882,6 +896,8 @@ class ChapterSplitTest(unittest.TestCase):
             problems = check.structure_check(html, repo)
             self.assertTrue(any("lab_05_bench.html: missing" in p for p in problems), problems)
             self.assertTrue(any("lab_05_review.html: missing" in p for p in problems), problems)
+            self.assertTrue(any("lab_05_measurements.html: missing" in p for p in problems),
+                            problems)
         with tempfile.TemporaryDirectory() as tmp:
             html, repo = self._site(Path(tmp), split=True)
             self.assertEqual(check.structure_check(html, repo), [])
@@ -901,8 +917,8 @@ class ChapterSplitTest(unittest.TestCase):
                 review.replace('href="lab_05_bench.html"', 'href="lab_05.html"'))
             problems = "\n".join(check.structure_check(html, repo))
             self.assertIn("lab_05.html: holds section(s) lab_05_tests of another page", problems)
-            self.assertIn("lab_05_bench.html: holds section(s) lab_05_check of another page",
-                          problems)
+            self.assertIn("lab_05_bench.html: holds section(s) lab_05_check, lab_05_measured of "
+                          "another page", problems)
             self.assertIn("lab_05_review.html: does not start with the link back to "
                           "lab_05_bench.html", problems)
 
@@ -936,8 +952,8 @@ BOOK = ROOT / "build" / "docs" / "html"
 @unittest.skipUnless((BOOK / "lab_05.html").is_file(), f"the book is not built ({BOOK})")
 class BuiltBookSplitTest(unittest.TestCase):
     """The built book (tools/lab docs): lab 05's lesson ends with its background, before Files,
-    its bench page holds the work up to the tests, and its notes page the rest, the two right
-    after it in the sidebar."""
+    its bench page holds the work up to the tests, its notes page the notes to the references and
+    its measurements page the rest, the three right after it in the sidebar."""
 
     @staticmethod
     def text(page: str) -> str:
@@ -955,10 +971,15 @@ class BuiltBookSplitTest(unittest.TestCase):
         for moved in ("lab_05_files", "lab_05_tests"):
             self.assertNotIn(f'id="{moved}"', lesson)
             self.assertIn(f'id="{moved}"', bench)
-        for moved in ("lab_05_notes", "lab_05_measured", "lab_05_check", "lab_05_references"):
+        for moved in ("lab_05_notes", "lab_05_check", "lab_05_references"):
             self.assertNotIn(f'id="{moved}"', lesson)
             self.assertNotIn(f'id="{moved}"', bench)
             self.assertIn(f'id="{moved}"', review)
+        measured = self.text("lab_05_measurements.html")
+        self.assertIn('id="lab_05_measured"', measured)
+        self.assertNotIn('id="lab_05_measured"', lesson + bench + review)
+        self.assertIn('href="lab_05_review.html"',
+                      check._bench_intro(BOOK / "lab_05_measurements.html"))
         self.assertIn("What the tests prove</h1>", bench)
         self.assertNotIn("What the tests prove</h1>", lesson)
         self.assertNotIn("book-way-on", lesson + bench)  # the Previous / Next links lead on
@@ -970,9 +991,9 @@ class BuiltBookSplitTest(unittest.TestCase):
         self.assertNotIn('id="lab_05_reductions"', lesson)
         pages = [file for file, _ in check.book_pages(BOOK)]
         at = pages.index("lab_05.html")
-        self.assertEqual(pages[at:at + 5], ["lab_05.html", "lab_05_lesson2.html",
+        self.assertEqual(pages[at:at + 6], ["lab_05.html", "lab_05_lesson2.html",
                                             "lab_05_bench.html", "lab_05_review.html",
-                                            "lab_06.html"])
+                                            "lab_05_measurements.html", "lab_06.html"])
 
 
 class FormulaTextTest(unittest.TestCase):
