@@ -194,11 +194,14 @@ def write_read() -> Figure:
         y = py + i * 36
         f.box(10, y, 150, 26, f"row {i}: {name} pos {p}", fill=h.fill, stroke=h.ink, rx=0,
               size=SIZE_SMALL, mono=True)
-        f.box(172, y, 48, 26, str(slot), stroke=h.ink, rx=0, size=SIZE_SMALL, mono=True)
         b, o = divmod(slot, BLOCK_SIZE)
+        # The slot spelled out as block · 4 + row, so the cell it names can be read off the
+        # pool without following the arrow into the grid.
+        f.box(166, y, 92, 26, f"{slot} = {b}·4+{o}", stroke=h.ink, rx=0, size=SIZE_SMALL,
+              mono=True)
         # Each arrow ends at its own height, by its row in the block, so the arrows into one
         # block stay apart.
-        f.arrow(220, y + 13, pool.left(0) - 2, pool.cy(b) + (o - 1.5) * 5, color=h.ink, bend=1)
+        f.arrow(258, y + 13, pool.left(0) - 2, pool.cy(b) + (o - 1.5) * 5, color=h.ink, bend=1)
     f.text(10, py + len(new_rows) * 36 + 8, "(written by set_kv, before attention)",
            size=SIZE_SMALL, fill=MUTED)
 
