@@ -259,9 +259,9 @@ def targets(lab: str, runs: list[dict], gpu: str | None = None) -> list[tuple[st
     if t.get("BM_PagedOnlineAttention"):
         top = max(t["BM_PagedOnlineAttention"])
         r = ratio_at("BM_PagedOnlineAttention", top)
-        if r is not None:
+        if r is not None:  # no target: compare with the reference's share on the same machine
             out.append((f"paged online streaming at {int(top)} tokens / baseline read",
-                        f"{100 * r:.0f}%", r >= 0.5))
+                        f"{100 * r:.0f}%", None))
         r = ratio_at("BM_DenseAttention", top)
         if r is not None:
             out.append((f"dense (score row) at {int(top)} tokens / baseline read", f"{100 * r:.0f}%",
@@ -285,13 +285,17 @@ def targets(lab: str, runs: list[dict], gpu: str | None = None) -> list[tuple[st
               and not r.get("error_occurred")]
     dense = {r.get("tokens"): r for r in runs if series_of(r["name"]) == "BM_CascadeDense"
              and not r.get("error_occurred")}
+    # The 6x saving in rows is held at the longest prefix only: a short prefix cannot reach it
+    # by construction (lab 03's chapter works out 4.5 at 512 tokens).
+    longest = max((r.get("tokens", 0) for r in shared), default=0)
     for r in shared:
         d = dense.get(r.get("tokens"))
         if d and r.get("key_rows"):
             rows = d["key_rows"] / r["key_rows"]
             out.append((f"cascade, {int(r['tokens'])}-token contexts: key rows dense / shared",
                         f"{rows:.1f}x ({int(d['key_rows'])} / {int(r['key_rows'])}), "
-                        f"time {time_ratio(d, r)}", rows >= 6))
+                        f"time {time_ratio(d, r)}",
+                        rows >= 6 if r.get("tokens", 0) == longest else None))
     # The runs over decode batches (timed against the same-run read roofline, pa/bench.hpp
     # time_against_roofline; above 100 % the benchmark itself fails) are in print_batches' table;
     # here, only what is held against a target.
