@@ -60,9 +60,10 @@ def thread_map() -> Figure:
     for j in range(12):
         f.text(blocks.cx(j), y2 + 54, f"warp {j % NUM_WARPS}", size=SIZE_SMALL, anchor="middle",
                fill=WARPS[j % NUM_WARPS].ink)
-    f.text(72 + 12 * bw + 6, y2 + 29, "…", size=SIZE)
+    f.text(72, y2 + 74, "block 11 holds tokens 176 to 179 only: 4 of its 16 rows", size=SIZE_SMALL,
+           fill=MUTED)
 
-    f.height = y2 + 66
+    f.height = y2 + 84
     return f
 
 
