@@ -157,7 +157,7 @@ def tiles() -> Figure:
     qk_steps = HEAD_SIZE // WMMA
     o_tiles = HEAD_SIZE // WMMA // NUM_WARPS
     cw, ch, hh = 26, 30, 20
-    groups = ["heads 0-7", "rows 8-15: 0"]
+    groups = ["rows 0-7: heads", "rows 8-15: 0"]
     f.legend(10, 12, [(WARPS[w], f"warp {w}") for w in range(NUM_WARPS)] +
              [(FREE, "read by every warp"), (POISON, "padding rows 8-15")])
     # Q · Kᵀ = S: Q's column slice a meets Kᵀ's row slice a in mma step a (dimensions 16a …
@@ -199,7 +199,7 @@ def tiles() -> Figure:
     # e^0 = 1 on the real tokens; they are computed and never written out.
     pg = _tile(f, 116, y3, 2, NUM_WARPS, 44, hh, "W (tiles.p)", "[16, 64] 16-bit",
                lambda r, c: None, lambda r, c: f"t{16 * c}+" if r == 0 else "",
-               row_labels=["heads 0-7", "rows 8-15: pad"])
+               row_labels=["rows 0-7: heads", "rows 8-15: pad"])
     f.rect(pg.x, pg.y + hh, pg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
     f.text(pg.x + pg.width + 14, y3 + hh, "·", size=22, anchor="middle")
     vx = pg.x + pg.width + 60
