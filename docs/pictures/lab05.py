@@ -201,7 +201,8 @@ def value_cache() -> Figure:
 # the gap after each phase, whether a barrier is there and why. Regions: q (q_vecs), l (the
 # dynamic shared memory: logits, later out_smem), m (red_smem[0..3]), s (red_smem[4..7]).
 PHASES = [
-    (["Step 1: each thread loads its 16-byte pieces of q"], {"q": "q (written)"}),
+    (["Step 1: the first thread groups copy q's vecs",
+      "(16/TG bytes each) into q_vecs"], {"q": "q (written)"}),
     (["Step 2: q·k over each warp's blocks; butterfly;",
       "rank 0 writes logits[t], keeps a running max"], {"q": "q (read)", "l": "sₜ (written)"}),
     (["Step 3: max in each warp (butterfly, masks 16 … TG);",
