@@ -7,8 +7,8 @@ the browser check adds Debian's Selenium.
   lab_NN_why, lab_NN_background; a long lesson goes on on lab_NN_lesson2.html, from its
   section lab_NN_part2), right after it in the sidebar its bench lab_NN_bench.html
   (lab_NN_files ... lab_NN_tests), then its notes lab_NN_review.html (lab_NN_notes ...
-  lab_NN_references), then its measurements lab_NN_measurements.html (lab_NN_measured); each page ends with the link on to the next and starts with the link back
-  to the one before.
+  lab_NN_references), then its measurements lab_NN_measurements.html (lab_NN_measured); each
+  page ends with the link on to the next and starts with the link back to the one before.
 - source_check: no `<!-- instructor -->` (or student) marker inside a Markdown table of the
   book's sources (it ends the table; the rows after it print as literal text).
 - reader_text_check: the prose of every page (code and formulas left out) holds no literal

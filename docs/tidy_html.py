@@ -48,9 +48,9 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   build; a `Table:` paragraph that no table follows is left as it is, for book_check to report.
 - A lab's own pages (lab_NN.html, lab_NN_bench.html, lab_NN_review.html,
   lab_NN_measurements.html, given_code_labNN.html) never link into another lab's header:
-  Doxygen resolves a name that two labs' headers both define (kNumThreads, kWarpSize, cuda_device_present) to the first it
-  met, so lab 06's code linked to lab 05's constants and showed their tooltips. Such a link is
-  dropped and its text kept.
+  Doxygen resolves a name that two labs' headers both define (kNumThreads, kWarpSize,
+  cuda_device_present) to the first it met, so lab 06's code linked to lab 05's constants and
+  showed their tooltips. Such a link is dropped and its text kept.
 - A lesson's second page (lab_NN_lesson2.html) shows its first heading only as its title: the
   heading itself is dropped, its anchor kept.
 - A fold (details.book-fold) keeps the numbers of the tables and figures inside it, so its summary

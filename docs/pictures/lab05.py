@@ -368,9 +368,31 @@ SHUFFLE_VALUES = [3, 1, 4, 1, 5, 9, 2, 6]   # lane ℓ's own value
 SHUFFLE_SUM = 31                             # what the interlude's caption quotes
 
 
+def _halving(n: int) -> list[int]:
+    """n/2, n/4, ..., 1: the butterfly's masks, the tree's strides (4, 2, 1 for eight)."""
+    return [n // 2 >> k for k in range(n.bit_length() - 1)]
+
+
+def _value_rows(f: Figure, xs: list[float], ys: list[float], rows: list[list[int]],
+                header: str, answer, retired=lambda k, i: False) -> None:
+    """The eight values of the butterfly and the tree, a row of boxes per step at ys, a column per
+    lane or thread at xs, headed `header` + its index; answer(k, i) boxes are filled as the
+    result, retired(k, i) ones greyed as no longer read."""
+    half = 13
+    for k, (y, values) in enumerate(zip(ys, rows)):
+        for i, value in enumerate(values):
+            done = retired(k, i)
+            f.box(xs[i] - 22, y - half, 44, 2 * half, str(value),
+                  fill=STATE.fill if answer(k, i) else (FREE.fill if done else "#ffffff"),
+                  stroke=FREE.ink if done else INK, size=NOTE_SIZE, mono=True,
+                  color=MUTED if done else INK)
+    for i, x in enumerate(xs):
+        f.text(x, 40, f"{header}{i}", size=NOTE_SIZE, anchor="middle", fill=MUTED)
+
+
 def shuffle_sum() -> Figure:
     lanes = len(SHUFFLE_VALUES)
-    masks = [lanes // 2 >> k for k in range(lanes.bit_length() - 1)]   # 4, 2, 1
+    masks = _halving(lanes)   # 4, 2, 1
     rows = [list(SHUFFLE_VALUES)]
     for mask in masks:
         rows.append([rows[-1][l] + rows[-1][l ^ mask] for l in range(lanes)])
@@ -393,13 +415,7 @@ def shuffle_sum() -> Figure:
         f.text(xs[-1] + 44, mid - 2, f"mask {mask}", size=NOTE_SIZE, fill=ink, weight="bold")
         f.text(xs[-1] + 44, mid + 14, f"ℓ reads ℓ ^ {mask}", size=NOTE_SIZE, fill=ink,
                mono=True)
-    for k, (y, values) in enumerate(zip(ys, rows)):
-        for l in range(lanes):
-            f.box(xs[l] - 22, y - half, 44, 2 * half, str(values[l]),
-                  fill=STATE.fill if k == len(rows) - 1 else "#ffffff", stroke=INK,
-                  size=NOTE_SIZE, mono=True)
-    for l in range(lanes):
-        f.text(xs[l], 40, f"lane {l}", size=NOTE_SIZE, anchor="middle", fill=MUTED)
+    _value_rows(f, xs, ys, rows, "lane ", lambda k, l: k == len(rows) - 1)
     f.height = ys[-1] + half + 4
     return f
 
@@ -409,7 +425,7 @@ def tree_sum() -> Figure:
     t < stride adds partial[t + stride] into partial[t], and a barrier ends the round (and the
     load before the first)."""
     n = len(SHUFFLE_VALUES)
-    strides = [n // 2 >> k for k in range(n.bit_length() - 1)]   # 4, 2, 1
+    strides = _halving(n)   # 4, 2, 1
     rows = [list(SHUFFLE_VALUES)]
     for stride in strides:
         rows.append([rows[-1][t] + rows[-1][t + stride] if t < stride else rows[-1][t]
@@ -438,16 +454,9 @@ def tree_sum() -> Figure:
                weight="bold")
         f.text(xs[-1] + 44, mid + 8, f"threads 0 to {stride - 1} add" if stride > 1 else
                "thread 0 adds", size=NOTE_SIZE, fill=ink)
-    for k, (y, values) in enumerate(zip(ys, rows)):
-        live = n if k == 0 else strides[k - 1]   # the cells a later round still reads
-        for t in range(n):
-            done = t >= live
-            f.box(xs[t] - 22, y - half, 44, 2 * half, str(values[t]),
-                  fill=STATE.fill if k == len(rows) - 1 and t == 0 else
-                  (FREE.fill if done else "#ffffff"), stroke=FREE.ink if done else INK,
-                  size=NOTE_SIZE, mono=True, color=MUTED if done else INK)
-    for t in range(n):
-        f.text(xs[t], 40, f"t = {t}", size=NOTE_SIZE, anchor="middle", fill=MUTED)
+    # After round k only the first strides[k - 1] cells are read again.
+    _value_rows(f, xs, ys, rows, "t = ", lambda k, t: k == len(rows) - 1 and t == 0,
+                lambda k, t: k > 0 and t >= strides[k - 1])
     f.height = ys[-1] + half + 20
     return f
 

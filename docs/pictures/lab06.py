@@ -3,8 +3,8 @@ the attention kernel writes, and the reduce kernel: max, rescale, ordered sum. T
 of the test EmptyTrailingPartitionsAreNeverWrittenOrMerged: 1100, 40 and 600 tokens, partitions
 of 512. Last, the H100 run of lab06_bench (docs/figures/gpu/)."""
 import h100
-from svgfig import (BARRIER_INK, FREE, INK, MUTED, PAPER, NOTE_SIZE, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, WARPS,
-                    Figure, hue, mix, text_width)
+from svgfig import (BARRIER_INK, FREE, INK, MUTED, NOTE_SIZE, PAPER, RULE, SIZE, SIZE_SMALL,
+                    SIZE_TITLE, STATE, WARPS, Figure, hue, mix, text_width)
 
 PARTITION_SIZE = 512
 SEQ_LENS = [1100, 40, 600]

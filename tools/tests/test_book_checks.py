@@ -749,9 +749,9 @@ class TestTableCaptionTest(unittest.TestCase):
 class ChapterSplitTest(unittest.TestCase):
     """A chapter reads as four pages, its lesson (lab_NN.html: At a glance, Why, Background),
     its bench (lab_NN_bench.html: Files to the tests), its notes (lab_NN_review.html: Notes to
-    References) and its measurements (lab_NN_measurements.html: Measured), cut from the one README by docs/doxygen_filter.py; docs/book_check.py holds the
-    built book to that shape, and docs/tidy_html.py numbers the pages' figures, formulas and
-    tables as one chapter."""
+    References) and its measurements (lab_NN_measurements.html: Measured), cut from the one
+    README by docs/doxygen_filter.py; docs/book_check.py holds the built book to that shape, and
+    docs/tidy_html.py numbers the pages' figures, formulas and tables as one chapter."""
 
     README = ["# Lab 05 — The kernel {#lab_05}\n", "\n", "Lesson.\n", "\n",
               "## Background {#lab_05_background}\n", "\n", "- a list item that a line after it\n",

@@ -397,6 +397,24 @@ class BenchSummary(unittest.TestCase):
         self.assertIn("reference: 2-thread / 1-thread plain read at 4096 tokens", what)
         self.assertFalse(any("ceiling" in w for w in what))
 
+    def test_no_cpu_target_the_reference_cannot_meet(self):
+        # Lab 02's streaming share is printed, not judged: the reference reaches about a third of
+        # the read on the book's VM. Lab 03's 6x cascade saving is judged at the longest prefix
+        # only; a 512-token prefix gives 4.5x by construction and is printed without a target.
+        def run(series, n, **extra):
+            return {"name": f"{series}/{n}", "tokens": n, "real_time": 1.0, "time_unit": "ms",
+                    "bytes_per_second": extra.pop("rate", 1e9), **extra}
+        lab02 = [run("BM_PagedOnlineAttention", 65536, rate=0.35e9), run("BM_BaselineRead", 65536)]
+        judged = {w: met for w, _, met in bench.targets("02", lab02)}
+        self.assertIsNone(judged["paged online streaming at 65536 tokens / baseline read"])
+        lab03 = [run("BM_CascadeShared", 512, key_rows=1000),
+                 run("BM_CascadeDense", 512, key_rows=4500),
+                 run("BM_CascadeShared", 2048, key_rows=1000),
+                 run("BM_CascadeDense", 2048, key_rows=5000)]
+        judged = {w: met for w, _, met in bench.targets("03", lab03)}
+        self.assertIsNone(judged["cascade, 512-token contexts: key rows dense / shared"])
+        self.assertIs(judged["cascade, 2048-token contexts: key rows dense / shared"], False)
+
     def test_repetitions_become_their_median_and_range(self):
         # Five repetitions of one benchmark (as --benchmark_repetitions writes them to the JSON)
         # and one benchmark run once: the summary uses the median, not the mean a slow outlier
