@@ -88,16 +88,16 @@ def read_tick(f: Figure, x: float, y1: float, y2: float, inferred: bool = False)
 
 def batch_bars(f: Figure, x0: float, scale: float, y: float, read_gbps: float,
                target_pct: float | None, bars: list, inferred: bool = False) -> None:
-    """One batch's bars from x0, 15 px apart from y: `bars` holds (hue, GB/s or None, label,
-    text where the figure is missing, bold?, refused?); a refused figure (one the benchmark
-    refused as impossible) is drawn as a hollow, dashed bar. Behind them the target band
-    (target_pct of the read) and the read's tick. Every figure's label stands in one column right of the scale's
-    end, on its bar's line and in its hue, so that labels never meet a band, a tick or another
-    bar and read down the figure like a table's column. The text of a missing figure goes where
-    the bar would start, or past the tick where it would reach the band. The caller leaves room
-    right of the scale (LABEL_ROOM). An `inferred` read (one the run never measured, worked out
-    from another figure) is a dashed, hollow tick with the word "inferred" beside it, so that it
-    is not taken for a measurement."""
+    """One batch's bars from x0, 15 px apart from y: `bars` holds (hue, GB/s or None, label, text
+    where the figure is missing, bold?, refused?); a refused figure (one the benchmark refused as
+    impossible) is drawn as a hollow, dashed bar. Behind them the target band (target_pct of the
+    read) and the read's tick. Every figure's label stands in one column right of the scale's end,
+    on its bar's line and in its hue, so that labels never meet a band, a tick or another bar and
+    read down the figure like a table's column. The text of a missing figure goes where the bar
+    would start, or past the tick where it would reach the band. The caller leaves room right of the
+    scale (LABEL_ROOM). An `inferred` read (one the run never measured, worked out from another
+    figure) is a dashed, hollow tick with the word "inferred" beside it, so that it is not taken for
+    a measurement."""
     height = 15 * len(bars) + 1
     read_x = x0 + read_gbps * scale
     band_x = read_x
