@@ -48,6 +48,22 @@ void paged_attention_v1(Backend backend, Tensor& out, const Tensor& query,
                         float scale, const Tensor& block_tables, const Tensor& seq_lens,
                         int block_size, int max_seq_len);
 
+/// The two points of paged_attention_v1_kernel where a probe launch stops, so that the first
+/// half of the kernel can be checked before the value side exists: after TODO 2 (the logits)
+/// and after TODO 4 (the probabilities). A normal launch passes kNone. vLLM's kernel has no
+/// probe; the tests' is two extra arguments.
+enum class Probe : int { kNone = 0, kLogits = 1, kProbabilities = 2 };
+
+/// Runs paged_attention_v1_kernel up to `probe` (kLogits or kProbabilities) and returns, for
+/// every sequence b and query head h, the row the kernel holds in shared memory there, over
+/// b's whole blocks: [num_seqs, num_heads, max_num_blocks_per_seq * block_size] float32, with
+/// columns from ceil(seq_lens[b] / block_size) * block_size on left NaN. Same operands as
+/// paged_attention_v1.
+Tensor paged_attention_v1_probe(Backend backend, Probe probe, const Tensor& query,
+                                const Tensor& key_cache, const Tensor& value_cache,
+                                int num_kv_heads, float scale, const Tensor& block_tables,
+                                const Tensor& seq_lens, int block_size, int max_seq_len);
+
 /// Returns the bytes of dynamic shared memory the v1 kernel needs: every logit of the longest
 /// sequence (padded to whole blocks) as float32, or the cross-warp output buffer if larger.
 constexpr std::size_t v1_shared_mem_bytes(int head_size, int block_size, int max_seq_len) {

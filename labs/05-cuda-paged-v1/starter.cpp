@@ -71,7 +71,10 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
     const int* __restrict__ block_tables,    // [num_seqs, max_num_blocks_per_seq]
     const int* __restrict__ seq_lens,        // [num_seqs]
     const int max_num_blocks_per_seq, const int q_stride, const int kv_block_stride,
-    const int kv_head_stride) {
+    const int kv_head_stride,
+    const Probe probe_stage,                 // kNone, or where a probe launch stops (tests)
+    float* __restrict__ probe) {             // [num_seqs, num_heads, max_num_blocks_per_seq *
+                                             //  BLOCK_SIZE] float32; nullptr unless probing
   PA_TODO_KERNEL();  // delete this line when you write the body
 
   // ---- Step 0 (given): the geometry (compile-time) and who this thread is ----------------
@@ -120,12 +123,32 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
   //         scale * q·k_t for every t < seq_len, with every rank's slice in it; rows at or past
   //         seq_len hold 0 and never reach qk_max.
 
+  // ---- Probe A (given): a probe launch stops here and hands the tests the logits ----------
+  // probe_stage is one value for the whole grid: every thread of a block takes the branch, or
+  // none does, so the barrier inside it is met by all of them.
+  if (probe_stage == Probe::kLogits) {
+    __syncthreads();  // TODO 2 wrote each logit from one thread; the copy reads them all
+    SIMT_DYNAMIC_SHARED(float, probed_row);
+    copy_row_to_probe(probe, probed_row, num_seq_blocks * BLOCK_SIZE,
+                      max_num_blocks_per_seq * BLOCK_SIZE);
+    return;
+  }
+
   // TODO 3. Goal: the block-wide max of the logits, in every thread (§ The two reductions):
   //         first within each warp, then across warps through red_smem.
 
   // TODO 4. Goal: the probabilities, in place. Out: logits[t] = e^(s_t - max) / sum over
   //         t' < seq_len of e^(s_t' - max), for t < seq_len; the sum is block-wide (the other
   //         half of red_smem). Invariant after it: every thread may read every probability.
+
+  // ---- Probe B (given): a probe launch stops here and hands the tests the probabilities ---
+  // No barrier of its own: TODO 4 already leaves every probability readable by every thread.
+  if (probe_stage == Probe::kProbabilities) {
+    SIMT_DYNAMIC_SHARED(float, probed_row);
+    copy_row_to_probe(probe, probed_row, num_seq_blocks * BLOCK_SIZE,
+                      max_num_blocks_per_seq * BLOCK_SIZE);
+    return;
+  }
 
   // ---- Step 5 (given): the value-side geometry -------------------------------------------
   // value_cache rows are dimensions, columns tokens: a thread reads V_VEC_SIZE tokens of one

@@ -388,6 +388,131 @@ TEST_P(PagedAttentionV1, EqualValuesComeBackWhateverTheWeights) {
   expect_close_to_reference(p, run(GetParam(), p));
 }
 
+// ---- The stage probes: the kernel stopped halfway ----------------------------------------
+//
+// paged_attention_v1_probe runs the kernel only up to the given Probe A (after TODO 2) or
+// Probe B (after TODO 4) and returns the row it holds in shared memory there, so these two tests
+// grade the first half of the kernel before TODOs 5-7 exist. float32 throughout, so the host's
+// float64 logits are the yardstick to ~1e-6; every thread-group size (block sizes 8, 16, 32 at
+// head sizes 64, 128, 256: groups of 4, 2 and 1), GQA 4/2, lengths around the block edges and
+// past nine blocks (every warp folds several), shuffled blocks, NaN in every row past the end.
+
+/// The shapes both stage probes run.
+std::vector<Config> stage_probe_configs() {
+  std::vector<Config> configs;
+  for (const auto& [head_size, block_size] :
+       {std::pair{64, 8}, std::pair{128, 16}, std::pair{256, 32}}) {
+    Config c;
+    c.dtype = DType::kFloat32;
+    c.head_size = head_size;
+    c.block_size = block_size;
+    c.num_heads = 4;
+    c.num_kv_heads = 2;
+    c.seq_lens = {1, block_size - 1, block_size, block_size + 1, 9 * block_size + 5};
+    configs.push_back(c);
+  }
+  return configs;
+}
+
+/// Runs the kernel up to `stage` on `p`: [num_seqs * num_heads, max_num_blocks_per_seq *
+/// block_size], one row per (sequence, query head).
+Mat run_probe(Backend backend, const Problem& p, Probe stage) {
+  const Config& c = p.cfg;
+  const Tensor rows =
+      paged_attention_v1_probe(backend, stage, p.query, p.key_cache, p.value_cache,
+                               c.num_kv_heads, p.scale(), p.block_tables, p.seq_lens,
+                               c.block_size, p.max_seq_len);
+  return pa::testing::to_mat(rows, Eigen::Index{p.num_seqs()} * c.num_heads, rows.size(2));
+}
+
+/// Checks one probed row: columns [0, seq_len) against `want` within atol + rtol * |want|,
+/// the columns from seq_len to the end of the last block exactly 0. `what` names the quantity,
+/// `todo` the step that writes it; a failure names the first column that differs.
+::testing::AssertionResult ProbedRowMatches(const Eigen::RowVectorXd& got, const Vec& want,
+                                            int padded_len, double atol, double rtol,
+                                            const std::string& who, const std::string& what,
+                                            const std::string& todo) {
+  for (Eigen::Index t = 0; t < padded_len; ++t) {
+    const bool real = t < want.size();
+    const double expected = real ? want(t) : 0.0;
+    const bool ok = real ? std::abs(got(t) - expected) <= atol + rtol * std::abs(expected)
+                         : got(t) == 0.0;  // NaN fails both
+    if (ok) continue;
+    auto failure = ::testing::AssertionFailure();
+    failure << who << ", token " << t << ": the " << what << " is " << got(t) << ", want "
+            << expected << ". ";
+    if (!real) {
+      failure << "Token " << t << " is past seq_len = " << want.size()
+              << " in the last block: its row holds stale data or NaN, and the invariant is "
+                 "that it holds exactly 0 and never reaches the max (TODO 2's mask"
+              << (what == "logit" ? ")" : "; TODO 4 leaves it alone)");
+    } else if (std::isnan(got(t))) {
+      failure << "NaN: a key read from a row no token holds (every such row is NaN here), or "
+                 "from the wrong block or x-chunk (" << todo << ")";
+    } else {
+      failure << todo;
+    }
+    return failure;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_P(PagedAttentionV1, ProbeALogitsMatchTheHost) {
+  for (const Config& c : stage_probe_configs()) {
+    SCOPED_TRACE(pa::testing::describe(c));
+    Rng rng(971 + static_cast<std::uint64_t>(c.block_size));
+    const Problem p = make_problem(rng, c);  // shuffled blocks, NaN past every end
+    EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+    const Mat rows = run_probe(GetParam(), p, Probe::kLogits);
+    for (Eigen::Index row = 0; row < rows.rows(); ++row) {
+      const int seq_len = c.seq_lens[static_cast<std::size_t>(row / c.num_heads)];
+      const Vec logits = pa::testing::query_scores(p, row);  // scale * q·k_t, [seq_len]
+      // float32 q·k over <= 256 products carries a few 1e-6 of absolute error (observed on the
+      // emulator: 3.3e-6); 1e-4 is 30 times that, while a wrong key, a missing rank's slice or a
+      // missing scale moves a logit by O(1).
+      EXPECT_TRUE(ProbedRowMatches(
+          rows.row(row), logits, blocks_for(seq_len, c.block_size) * c.block_size, 1e-4, 0.0,
+          "sequence " + std::to_string(row / c.num_heads) + " head " +
+              std::to_string(row % c.num_heads),
+          "logit",
+          "logit t is scale * q·k_t: the kv head (TODO 0), the query in q_vecs, each rank's vecs "
+          "in its own row (TODO 1), this token's key through block_table and its x-chunks, every "
+          "rank's slice summed by the group's butterfly, times scale (TODO 2)"));
+    }
+  }
+}
+
+TEST_P(PagedAttentionV1, ProbeBProbabilitiesMatchTheHost) {
+  for (const Config& c : stage_probe_configs()) {
+    SCOPED_TRACE(pa::testing::describe(c));
+    Rng rng(981 + static_cast<std::uint64_t>(c.block_size));
+    const Problem p = make_problem(rng, c);  // shuffled blocks, NaN past every end
+    EXPECT_TRUE(pa::testing::SpreadIsWide(p));
+    const Mat rows = run_probe(GetParam(), p, Probe::kProbabilities);
+    for (Eigen::Index row = 0; row < rows.rows(); ++row) {
+      const int seq_len = c.seq_lens[static_cast<std::size_t>(row / c.num_heads)];
+      const Vec logits = pa::testing::query_scores(p, row);
+      const Vec e = (logits.array() - logits.maxCoeff()).exp().matrix();
+      const Vec probs = e / e.sum();
+      // A logit off by a few 1e-6 moves its weight by as much relatively, and __expf and
+      // __fdividef add a few ulp (observed on the emulator: 2.5e-6 relative, 4.9e-7 absolute):
+      // 1e-4 relative is 40 times that, and 1e-6 absolute lets go the weights below e^-14, which
+      // float32 keeps to few digits; a max or a sum over the wrong tokens moves weights by far
+      // more.
+      EXPECT_TRUE(ProbedRowMatches(
+          rows.row(row), probs, blocks_for(seq_len, c.block_size) * c.block_size, 1e-6, 1e-4,
+          "sequence " + std::to_string(row / c.num_heads) + " head " +
+              std::to_string(row % c.num_heads),
+          "probability",
+          "probability t is e^(s_t - max) / (the sum of e^(s_t' - max) over t' < seq_len). If "
+          "ProbeALogitsMatchTheHost passes, the logits are right and the bug is in TODO 3 (the "
+          "max over the whole block, in every thread) or TODO 4 (the exponentials of exactly "
+          "the tokens before seq_len, summed over every lane and warp, each divided by that one "
+          "sum)"));
+    }
+  }
+}
+
 // ---- The weight probe: out = the softmax weights themselves --------------------------------
 //
 // The kernel writes only out, but with one-hot values (token t's value row is e_t of its kv

@@ -94,7 +94,10 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
     const int* __restrict__ block_tables,    // [num_seqs, max_num_blocks_per_seq]
     const int* __restrict__ seq_lens,        // [num_seqs]
     const int max_num_blocks_per_seq, const int q_stride, const int kv_block_stride,
-    const int kv_head_stride) {
+    const int kv_head_stride,
+    const Probe probe_stage,                 // kNone, or where a probe launch stops (tests)
+    float* __restrict__ probe) {             // [num_seqs, num_heads, max_num_blocks_per_seq *
+                                             //  BLOCK_SIZE] float32; nullptr unless probing
   // ---- Step 0: the geometry (compile-time) and who this thread is ------------------------
   // A thread group is the THREAD_GROUP_SIZE threads that share one key token; a warp's thread
   // groups cover one cache block, one token each.
@@ -178,6 +181,17 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
     }
   }
 
+  // ---- Probe A (given): a probe launch stops here and hands the tests the logits ----------
+  // probe_stage is one value for the whole grid: every thread of a block takes the branch, or
+  // none does, so the barrier inside it is met by all of them.
+  if (probe_stage == Probe::kLogits) {
+    __syncthreads();  // TODO 2 wrote each logit from one thread; the copy reads them all
+    SIMT_DYNAMIC_SHARED(float, probed_row);
+    copy_row_to_probe(probe, probed_row, num_seq_blocks * BLOCK_SIZE,
+                      max_num_blocks_per_seq * BLOCK_SIZE);
+    return;
+  }
+
   // ---- Step 3: reduction 1, the block-wide max of the logits -----------------------------
   // Inside a warp: butterfly over the group leaders (masks below THREAD_GROUP_SIZE would only
   // fold a group into itself). Across warps: through red_smem[0 .. NUM_WARPS).
@@ -205,6 +219,15 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
   const float inv_sum = __fdividef(1.f, exp_sum);
   for (int i = thread_idx; i < seq_len; i += NUM_THREADS) logits[i] *= inv_sum;
   __syncthreads();  // the V loop reads probabilities that other threads just wrote
+
+  // ---- Probe B (given): a probe launch stops here and hands the tests the probabilities ---
+  // No barrier of its own: TODO 4 already leaves every probability readable by every thread.
+  if (probe_stage == Probe::kProbabilities) {
+    SIMT_DYNAMIC_SHARED(float, probed_row);
+    copy_row_to_probe(probe, probed_row, num_seq_blocks * BLOCK_SIZE,
+                      max_num_blocks_per_seq * BLOCK_SIZE);
+    return;
+  }
 
   // ---- Step 5: probabilities times V, per warp -------------------------------------------
   // value_cache rows are dimensions, columns tokens: a thread reads V_VEC_SIZE tokens of one

@@ -23,6 +23,8 @@ class Launchers : public SessionLaunchers<AttentionArgs> {
   /// reshape_and_cache on checked arguments with at least one token.
   virtual void reshape_and_cache(const Tensor& key, const Tensor& value, Tensor& key_cache,
                                  Tensor& value_cache, const Tensor& slot_mapping) const = 0;
+  /// paged_attention_v1_probe on checked arguments with at least one sequence: fills `rows`.
+  virtual void probe(const AttentionArgs& args, Probe stage, Tensor& rows) const = 0;
   /// v1_max_seq_len for a checked configuration.
   virtual int max_seq_len(DType dtype, int head_size, int block_size) const = 0;
 };

@@ -87,7 +87,22 @@ class Session final : public SessionBase {
   }
 
   /// Queues the kernel without waiting (simt::enqueue): the path the benchmark times.
-  void enqueue() override {
+  void enqueue() override { enqueue_kernel(Probe::kNone, nullptr); }
+
+  /// A probe launch: the kernel stops at `stage` and copies its shared-memory row of each
+  /// (sequence, head) into `rows` ([num_seqs, num_heads, max_num_blocks_per_seq * block_size]
+  /// float32); what it leaves unwritten stays NaN.
+  void probe(Probe stage, Tensor& rows) {
+    simt::DeviceBuffer<float> d_rows(static_cast<std::size_t>(rows.numel()));
+    d_rows.fill_bytes(0xFF);  // NaN
+    d_rows.set_name("probe");
+    enqueue_kernel(stage, d_rows.data());
+    finish();
+    d_rows.download(rows.data_as<float>(), d_rows.size());
+  }
+
+ private:
+  void enqueue_kernel(Probe stage, float* probe_rows) {
     if (num_seqs_ == 0) return;
     with_v1_config(dtype_, head_size_, block_size_, [&](auto config) {
       using Config = decltype(config);
@@ -106,9 +121,12 @@ class Session final : public SessionBase {
                     as_elements<const scalar_t>(key_cache_),
                     as_elements<const scalar_t>(value_cache_), num_kv_heads_, scale_,
                     block_tables_.data(), seq_lens_.data(), max_num_blocks_per_seq_,
-                    num_heads_ * head_size_, kv_block_stride, kv_head_stride);
+                    num_heads_ * head_size_, kv_block_stride, kv_head_stride, stage,
+                    probe_rows);
     });
   }
+
+ public:
 
   /// Waits for the queued launches and throws what they left: a kernel's fault, or
   /// NotImplemented when the kernel is still a skeleton.
@@ -167,6 +185,11 @@ class BackendLaunchers final : public BackendLaunchersBase<Launchers, Session> {
                                           limit, SIMT_BACKEND_NAME);
                    });
     return BackendLaunchersBase::open_session(args);
+  }
+
+  void probe(const AttentionArgs& args, Probe stage, Tensor& rows) const override {
+    const auto session = open_session(args);  // refuses a context that does not fit
+    static_cast<Session&>(*session).probe(stage, rows);
   }
 
   int max_seq_len(DType dtype, int head_size, int block_size) const override {
