@@ -32,7 +32,9 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   bench's first figure follows the lesson's last, the notes' the bench's, the measurements' the
   notes', and so do its formulas and tables. An interlude before a chapter (lab_05_gpu.html, from
   docs/interlude_05.md; any docs/interlude_NN.md) is numbered on its own, by a Roman numeral for
-  its place among the interludes: Figure I.1, Table I.1 before lab 05, Figure II.1 before lab 07. The text refers to a figure as {{fig:lab07_tiles}}, written in the
+  its place among the interludes: Figure I.1, Table I.1 before lab 05, Figure II.1 before lab 07.
+  A long interlude's further pages (lab_05_speed.html, from docs/interlude_05_2.md) go on from
+  its first page's numbers, in the sidebar's order. The text refers to a figure as {{fig:lab07_tiles}}, written in the
   chapter's Markdown, which becomes a link "Figure 7.3" on any page. A reference to a figure no
   chapter shows stops the build.
 - A chapter's display formulas are numbered per chapter too, (7.1), (7.2), ..., by a \\tag that
@@ -110,13 +112,17 @@ CHAPTER_PAGE = re.compile(r"^(?:lab_(\d\d)(_[a-z0-9]+)?|index)\.html$")
 CHAPTER_PAGE_ORDER = {"": 1, "_lesson2": 2, "_bench": 3, "_review": 4, "_measurements": 5}
 
 
-def chapter_pages(names) -> list[str]:
+def chapter_pages(names, order: list[str] | None = None) -> list[str]:
     """The chapter pages among `names`, in reading order: by chapter, each lesson before its
     bench and the bench before its notes (what numbers a chapter's figures, formulas and tables
-    as one sequence)."""
-    def key(name: str) -> tuple[int, int]:
+    as one sequence). An interlude's pages (a long one has several: lab_05_gpu.html, then
+    lab_05_speed.html) come first, in the sidebar's `order`, or by name without it."""
+    order = order or []
+
+    def key(name: str) -> tuple[int, int, int, str]:
         m = CHAPTER_PAGE.match(name)
-        return int(m.group(1) or 0), CHAPTER_PAGE_ORDER.get(m.group(2) or "", 0)
+        return (int(m.group(1) or 0), CHAPTER_PAGE_ORDER.get(m.group(2) or "", 0),
+                order.index(name) if name in order else len(order), name)
     return sorted((name for name in names if CHAPTER_PAGE.match(name)), key=key)
 
 
@@ -136,25 +142,27 @@ def number_label(name: str, names) -> str:
     """What a chapter page's figures, formulas and tables are numbered under: "7" for lab_07.html
     and its bench and notes, "0" for the introduction, and for an interlude a Roman numeral, its
     place among the interludes of `names` (the book's pages) in reading order: "I" for the first
-    (lab_05_gpu.html), "II" for the second."""
+    (lab_05_gpu.html and its second page, lab_05_speed.html), "II" for the second."""
     m = CHAPTER_PAGE.match(name)
     if is_interlude(name):
-        interludes = [n for n in chapter_pages(set(names) | {name}) if is_interlude(n)]
-        return INTERLUDE_LABELS[interludes.index(name)]
+        chapters = sorted({CHAPTER_PAGE.match(n).group(1)
+                           for n in set(names) | {name} if is_interlude(n)})
+        return INTERLUDE_LABELS[chapters.index(m.group(1))]
     return str(int(m.group(1) or 0))
 
 
 FIGURE_REFERENCE = re.compile(r"\{\{fig:([\w.-]+)\}\}")
 
 
-def number_figures(pages: dict[str, str]) -> dict[str, str]:
+def number_figures(pages: dict[str, str], order: list[str] | None = None) -> dict[str, str]:
     """Numbers the figures of the chapter pages (lab_NN.html, then lab_NN_bench.html, then
     lab_NN_review.html: Figure N.1, N.2, ... in order) and resolves every {{fig:NAME}} on every
-    page to a link to it; `pages` maps a page's file name to its HTML. Raises ValueError naming
-    the page and the name of a reference to no figure."""
+    page to a link to it; `pages` maps a page's file name to its HTML, `order` is the sidebar's
+    reading order (chapter_pages). Raises ValueError naming the page and the name of a reference
+    to no figure."""
     numbers: dict[str, tuple[str, str]] = {}  # picture name -> (page, "N.M")
     counts: dict[str, int] = {}  # chapter -> figures numbered so far (lesson, bench, notes)
-    for name in chapter_pages(pages):
+    for name in chapter_pages(pages, order):
         chapter = number_label(name, pages)
         for figure in FIGURE.finditer(pages[name]):
             counts[chapter] = counts.get(chapter, 0) + 1
@@ -260,12 +268,12 @@ def number_formulas(name: str, text: str, start: int = 0, label: str | None = No
     return DISPLAY_FORMULA.sub(tag, text)
 
 
-def number_all_formulas(pages: dict[str, str]) -> dict[str, str]:
+def number_all_formulas(pages: dict[str, str], order: list[str] | None = None) -> dict[str, str]:
     """number_formulas over every page, a chapter's bench going on from its lesson's last
-    number and its notes from the bench's."""
+    number and its notes from the bench's (an interlude's pages in the sidebar's `order`)."""
     out = dict(pages)
     counts: dict[str, int] = {}
-    for name in chapter_pages(pages):
+    for name in chapter_pages(pages, order):
         chapter = number_label(name, pages)
         start = counts.get(chapter, 0)
         out[name] = number_formulas(name, pages[name], start, chapter)
@@ -516,12 +524,12 @@ def main(argv: list[str]) -> int:
     before = {page.name: page.read_text(encoding="utf-8") for page in paths}
     try:
         headers = header_pages(Path(__file__).resolve().parent.parent)
+        order = sidebar_order(Path(argv[0]))
         numbered = number_tables(number_figures(number_all_formulas(
                                      {name: legible_figures(unlink_other_labs(name, tidy(text),
                                                                               headers),
                                                             Path(argv[0]))
-                                      for name, text in before.items()})),
-                                 sidebar_order(Path(argv[0])))
+                                      for name, text in before.items()}, order), order), order)
     except ValueError as e:
         print(f"tidy_html: {e}", file=sys.stderr)
         return 1

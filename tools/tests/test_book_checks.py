@@ -518,6 +518,40 @@ class FigureNumbersTest(unittest.TestCase):
         self.assertIn("\\tag{II.1}", tagged["lab_07_tools.html"])
         self.assertEqual(tidy.table_chapter("lab_07_tools.html", "", pages), "II")
 
+    def test_an_interlude_of_two_pages_is_numbered_as_one(self):
+        # A long interlude goes on on a second page (docs/interlude_05_2.md, lab_05_speed.html):
+        # both pages are Interlude I, in the sidebar's order (not the names'), the second's
+        # figures, formulas and tables going on from the first's; the next interlude is still II.
+        tidy = _load_tidy()
+        pages = {"lab_05_speed.html": self.figure("lab05_coalescing"),
+                 "lab_05_gpu.html": self.figure("lab05_hierarchy"),
+                 "lab_05.html": self.figure("lab05_key_lanes"),
+                 "lab_07_tools.html": self.figure("lab07_commit_groups")}
+        order = ["index.html", "lab_05_gpu.html", "lab_05_speed.html", "lab_05.html",
+                 "lab_07_tools.html"]
+        self.assertEqual(tidy.number_label("lab_05_speed.html", pages), "I")
+        self.assertEqual(tidy.number_label("lab_07_tools.html", pages), "II")
+        self.assertEqual(tidy.chapter_pages(reversed(order[1:]), order), order[1:])
+        # Named the other way round, the sidebar's order still decides.
+        renamed = ["lab_05_aaa.html", "lab_05_gpu.html"]
+        self.assertEqual(tidy.chapter_pages(renamed, ["lab_05_gpu.html", "lab_05_aaa.html"]),
+                         ["lab_05_gpu.html", "lab_05_aaa.html"])
+        out = tidy.number_figures(pages, order)
+        self.assertIn("Figure I.1.", out["lab_05_gpu.html"])
+        self.assertIn("Figure I.2.", out["lab_05_speed.html"])
+        self.assertIn("Figure 5.1.", out["lab_05.html"])
+        self.assertIn("Figure II.1.", out["lab_07_tools.html"])
+        formula = '<p class="formulaDsp">\n\\[ a = b \\]\n</p>'
+        tagged = tidy.number_all_formulas({"lab_05_speed.html": formula,
+                                           "lab_05_gpu.html": formula}, order)
+        self.assertIn("\\tag{I.1}", tagged["lab_05_gpu.html"])
+        self.assertIn("\\tag{I.2}", tagged["lab_05_speed.html"])
+        caption = '<p>Table: x</p>\n<table class="markdownTable"><tr><td>1</td></tr></table>'
+        tables = tidy.number_tables({"lab_05_speed.html": caption, "lab_05_gpu.html": caption},
+                                    order)
+        self.assertIn("Table I.1.", tables["lab_05_gpu.html"])
+        self.assertIn("Table I.2.", tables["lab_05_speed.html"])
+
     def test_a_reference_to_no_figure_stops_the_build(self):
         with self.assertRaisesRegex(ValueError, "lab_06.html: .*lab07_tile"):
             _load_tidy().number_figures({"lab_06.html": "see {{fig:lab07_tile}}"})
