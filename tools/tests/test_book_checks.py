@@ -743,6 +743,16 @@ class TestTableCaptionTest(unittest.TestCase):
                       box)
         self.assertIn("<code>tools/lab hint 05 reshape</code>", box)
         self.assertEqual(self.filter_module().your_job(self.TABLE, "05", steps), "")  # no file
+        self.assertNotIn("Still stuck?", box)  # no table of classic stumbles in these lines
+        # The box points the stuck student to the notes' classic stumbles: the section above
+        # the table's caption.
+        notes = ["## Notes {#lab_05_notes}\n", "\n", "Text.\n", "\n",
+                 "Table: Classic stumbles of lab 05: under each, the test.\n"]
+        self.assertEqual(self.filter_module().stumbles_section(notes), "lab_05_notes")
+        box = self.filter_module().your_job(lines + notes, "05", steps)
+        self.assertNotIn("\n", box)
+        self.assertIn('<li><b>Still stuck?</b> The notes page\'s table of \\ref lab_05_notes '
+                      '"classic stumbles"', box)
 
     def test_a_kernel_of_three_todos_or_more_lists_them_one_a_line(self):
         lines = ["| file | what it is |\n", "|---|---|\n",
