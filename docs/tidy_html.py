@@ -58,6 +58,9 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
 - A fold (details.book-fold) keeps the numbers of the tables and figures inside it, so its summary
   line names them ("… (Table 6.10)"): a closed fold never leaves an unexplained gap between
   6.9 and 6.11.
+- The API reference (Doxygen's pages of a header, a class or struct, a namespace or a folder)
+  opens with a one-line lead, so it does not read as one more chapter: a generated page, for
+  which header, and which chapter explains the ideas (api_lead).
 - A picture never shrinks below legible: each SVG picture's tag gets a min-width at which its
   smallest text is 11 px; a column narrower than that scrolls it sideways in its own box
   (book.css) instead of shrinking it further.
@@ -455,6 +458,93 @@ def unlink_other_labs(name: str, text: str, headers: dict[str, str]) -> str:
     return HEADER_TOOLTIP.sub(drop_other, HEADER_LINK.sub(keep_own, text))
 
 
+# The API reference's pages: a header's (paged__attention__v1_8hpp.html; a name two headers share
+# is written with its folders, labs_207-cuda-gqa-decode_2given_2backend_8hpp.html), a class's,
+# struct's or union's, a namespace's and a folder's; not their member lists, their source
+# listings or the indexes (classes.html).
+API_PAGE = re.compile(r"(?!classes\.html)(class|struct|union|namespace|dir_)\w*\.html"
+                      r"|[\w-]+_8(?:hpp|cuh)\.html")
+API_LEAD_CLASS = "book-bench-intro book-api-intro"
+# The header a class's page names in its `#include <...>` line (a link to its source listing).
+INCLUDE_LINK = re.compile(r'<code>#include &lt;<a class="el" '
+                          r'href="([\w-]+_8(?:hpp|cuh))_source\.html"')
+# A link to a header's page (a folder's page lists its headers so).
+HEADER_HREF = re.compile(r'href="([\w-]+_8(?:hpp|cuh))\.html"')
+CONTENTS_OPEN = '<div class="contents">\n'
+# The headers the reference documents (= docs/CMakeLists.txt's pa_lab_headers and
+# pa_common_headers).
+API_INPUTS = ("labs/[0-9][0-9]-*/*.hpp", "labs/[0-9][0-9]-*/given/*.hpp",
+              "labs/[0-9][0-9]-*/given/*.cuh", "common/pa/*.hpp", "common/pa/*.cuh",
+              "common/simt/cuda.hpp", "common/simt/errors_and_settings.hpp",
+              "common/simt/timing.hpp", "common/simt/emu/runtime.hpp", "common/simt/emu/wmma.hpp")
+
+
+def _doxygen_stem(path: str) -> str:
+    """Doxygen's file name for a header path (without .html): "_" doubled, "/" as "_2", "." as
+    "_8": labs/07-x/given/backend.hpp -> labs_207-x_2given_2backend_8hpp."""
+    return path.replace("_", "__").replace("/", "_2").replace(".", "_8")
+
+
+def api_headers(repo: Path) -> dict[str, str]:
+    """Doxygen's page stem of every header the reference documents -> its path in the
+    repository. Doxygen names a page by the shortest tail of the path no other header shares
+    (backend_8hpp, or given_2backend_8hpp, or the whole path), so every tail no two headers share
+    is a key."""
+    paths = [str(h.relative_to(repo)) for pattern in API_INPUTS for h in sorted(repo.glob(pattern))]
+    tails: dict[str, set[str]] = {}
+    for path in paths:
+        parts = path.split("/")
+        for k in range(len(parts)):
+            tails.setdefault(_doxygen_stem("/".join(parts[k:])), set()).add(path)
+    return {stem: next(iter(found)) for stem, found in tails.items() if len(found) == 1}
+
+
+def api_lead(name: str, text: str, headers: dict[str, str], chapters: dict[str, str]) -> str:
+    """`text` of an API reference page with its one-line lead, first in its contents: that it is
+    generated, for which header (a type's: the one its `#include` line names; a folder's: the
+    headers it lists), and that the chapter explains the ideas, linked when the headers are one
+    lab's. `headers`: api_headers; `chapters`: a lab's number -> its chapter's title ("05" ->
+    "Lab 05 — CUDA paged attention (v1)"). Other pages, and a page that has its lead, are left as
+    they are."""
+    page = API_PAGE.fullmatch(name)
+    if not page or API_LEAD_CLASS in text or CONTENTS_OPEN not in text:
+        return text
+    stem, kind = name[:-len(".html")], page.group(1)
+    include = INCLUDE_LINK.search(text)
+    if kind is None:  # a header's page
+        own = [headers[stem]] if stem in headers else []
+        where = f"the header <code>{own[0]}</code>" if own else "a header"
+        holds = "each name it declares and the contract its comment states"
+    elif kind in ("class", "struct", "union"):
+        own = [headers[include.group(1)]] if include and include.group(1) in headers else []
+        where = f"a type declared in <code>{own[0]}</code>" if own else "a type of the book's code"
+        holds = "its members and the contract each one's comment states"
+    else:  # a folder's or a namespace's page: the headers it lists
+        holds = ("its headers, each with a page of its own" if kind == "dir_"
+                 else "its names and the contract each one's comment states")
+        own = list(dict.fromkeys(headers[h] for h in HEADER_HREF.findall(text) if h in headers))
+        folder = str(Path(own[0]).parent) if own and kind == "dir_" else ""
+        where = (f"the folder <code>{folder}/</code>" if folder and all(
+                     str(Path(path).parent) == folder for path in own)
+                 else "a folder of the book's code" if kind == "dir_"
+                 else "a namespace of the book's code")
+    labs = {path[5:7] for path in own if path.startswith("labs/")}
+    if len(labs) == 1 and all(path.startswith("labs/") for path in own):
+        lab = next(iter(labs))
+        title = chapters.get(lab, f"Lab {lab}")
+        ideas = (f'The ideas behind them are explained in the chapter, '
+                 f'<a href="lab_{lab}.html">{title}</a>.')
+    elif own and all(path.startswith("common/") for path in own):
+        where += ", which the labs share"
+        ideas = "The chapters explain the ideas behind them."
+    else:
+        ideas = "The chapters explain the ideas behind them."
+    lead = (f'<div class="{API_LEAD_CLASS}">A generated reference page for {where}: {holds}. '
+            f'{ideas}</div>\n')
+
+    return text.replace(CONTENTS_OPEN, CONTENTS_OPEN + lead, 1)
+
+
 # Doxygen's "Related Pages" index, written even with its tab hidden (docs/DoxygenLayout.xml.in),
 # and what it lists (nothing, when its directory holds no row), and its line in the sidebar's
 # index of pages (navtreeindexN.js), which the link check follows.
@@ -523,13 +613,19 @@ def main(argv: list[str]) -> int:
     paths = sorted(Path(argv[0]).glob("*.html"))
     before = {page.name: page.read_text(encoding="utf-8") for page in paths}
     try:
-        headers = header_pages(Path(__file__).resolve().parent.parent)
+        repo = Path(__file__).resolve().parent.parent
+        headers = header_pages(repo)
         order = sidebar_order(Path(argv[0]))
+        documented = api_headers(repo)
+        chapters = {m.group(1): title.group(1).strip() for name, text in before.items()
+                    if (m := re.fullmatch(r"lab_(\d\d)\.html", name))
+                    and (title := PAGE_TITLE.search(text))}
+        led = {name: api_lead(name, text, documented, chapters) for name, text in before.items()}
         numbered = number_tables(number_figures(number_all_formulas(
                                      {name: legible_figures(unlink_other_labs(name, tidy(text),
                                                                               headers),
                                                             Path(argv[0]))
-                                      for name, text in before.items()}, order), order), order)
+                                      for name, text in led.items()}, order), order), order)
     except ValueError as e:
         print(f"tidy_html: {e}", file=sys.stderr)
         return 1

@@ -518,6 +518,33 @@ class FigureNumbersTest(unittest.TestCase):
         self.assertIn("\\tag{II.1}", tagged["lab_07_tools.html"])
         self.assertEqual(tidy.table_chapter("lab_07_tools.html", "", pages), "II")
 
+    def test_api_reference_pages_open_with_a_lead_naming_the_header_and_the_chapter(self):
+        # Doxygen's pages of a header, a type and a folder say they are generated reference and
+        # send the reader to the chapter for the ideas; the book's own pages get no lead.
+        tidy = _load_tidy()
+        headers = {"paged__attention__v1_8hpp": "labs/05-x/paged_attention_v1.hpp",
+                   "tensor_8hpp": "common/pa/tensor.hpp"}
+        chapters = {"05": "Lab 05 — X"}
+        page = '<div class="header">T</div>\n<div class="contents">\n<p>Text.</p>'
+        out = tidy.api_lead("paged__attention__v1_8hpp.html", page, headers, chapters)
+        self.assertIn('<div class="book-bench-intro book-api-intro">A generated reference page '
+                      'for the header <code>labs/05-x/paged_attention_v1.hpp</code>', out)
+        self.assertIn('<a href="lab_05.html">Lab 05 — X</a>', out)
+        self.assertEqual(tidy.api_lead("paged__attention__v1_8hpp.html", out, headers, chapters),
+                         out)  # once
+        typed = page + ('<p><code>#include &lt;<a class="el" href="tensor_8hpp_source.html">'
+                        'tensor.hpp</a>&gt;</code></p>')
+        out = tidy.api_lead("classpa_1_1Tensor.html", typed, headers, chapters)
+        self.assertIn("a type declared in <code>common/pa/tensor.hpp</code>, which the labs share",
+                      out)
+        self.assertIn("The chapters explain the ideas", out)
+        folder = page + '<a class="el" href="paged__attention__v1_8hpp.html">h</a>'
+        out = tidy.api_lead("dir_abc.html", folder, headers, chapters)
+        self.assertIn("the folder <code>labs/05-x/</code>: its headers", out)
+        for name in ("lab_05.html", "classes.html", "classpa_1_1Tensor-members.html",
+                     "tensor_8hpp_source.html", "files.html"):
+            self.assertEqual(tidy.api_lead(name, page, headers, chapters), page)
+
     def test_an_interlude_of_two_pages_is_numbered_as_one(self):
         # A long interlude goes on on a second page (docs/interlude_05_2.md, lab_05_speed.html):
         # both pages are Interlude I, in the sidebar's order (not the names'), the second's
