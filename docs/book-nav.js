@@ -211,13 +211,17 @@ var BookNav = {
    * the number. The sidebar shows the number apart, as a book's table of
    * contents does: "07" in a column of its own, the title beside it, its wrapped lines under its
    * first (a hanging indent); a chapter's bench and notes pages, listed under it, say only "At the
-   * bench", "Notes" and "Measurements"; an appendix "C", a section of one "A.5". Page titles, the
+   * bench", "Notes" and "Measurements"; an interlude's further page, listed under its first,
+   * only its own title ("The GPU at full speed" under "Interlude I: the GPU in brief"); an
+   * appendix "C", a section of one "A.5". Page titles, the
    * breadcrumb and the links at a page's foot keep the whole title ("Lab 07 — ..."); so does the
    * entry's tooltip.
    * Doxygen builds the sidebar's entries as branches open, so new ones are relabelled as they come.
    */
-  shortLabel: function (title) {
-    var m = /^Lab (\d\d) \u2014 (.+)$/.exec(title);
+  shortLabel: function (title, underInterlude) {
+    var m = underInterlude ? /^Interlude [IVX]+: (.+)$/.exec(title) : null;
+    if (m) return { num: "", text: m[1].charAt(0).toUpperCase() + m[1].slice(1) };
+    m = /^Lab (\d\d) \u2014 (.+)$/.exec(title);
     if (m) return { num: m[1], text: m[2] };
     m = /^Lab \d\d: (.+)$/.exec(title);
     if (m) return { num: "", sub: true, text: m[1].charAt(0).toUpperCase() + m[1].slice(1) };
@@ -236,7 +240,12 @@ var BookNav = {
       for (var i = 0; i < links.length; ++i) {
         var a = links[i];
         var title = a.textContent.trim();
-        var short = BookNav.shortLabel(title);
+        // (an entry under an interlude's first page: the parent's link, which keeps its title)
+        var li = a.closest("li");
+        var parentLi = li && li.parentElement ? li.parentElement.closest("li") : null;
+        var parent = parentLi ? parentLi.querySelector(":scope > div.item span.label > a") : null;
+        var short = BookNav.shortLabel(
+            title, !!parent && /^Interlude [IVX]+:/.test(parent.title || parent.textContent.trim()));
         a.classList.add("book-nav-short");
         if (!short) continue;
         a.title = title;

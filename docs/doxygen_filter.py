@@ -27,8 +27,8 @@ right line:
   its id, so a \\ref or a hint's § link to it still resolves, on whichever page it now is.
 - The bench page opens with a "Your job" box (your_job), made from what the chapter already
   holds, so it cannot go stale: the file its Files table calls "your file", the steps of the
-  lab's hints.json with their § links, `tools/lab grade NN` with the test table's totals, and
-  where the hints are. On the bench page a \\snippet of more than 30 lines is folded behind a
+  lab's hints.json with their § links, `tools/lab grade NN` with the test table's totals,
+  where the hints are, and a link to the notes page's table of classic stumbles. On the bench page a \\snippet of more than 30 lines is folded behind a
   summary line that names its file, region, length and TODOs (fold_listings); the lab's API,
   the region `api`, folds only past 60 lines, since the student reads it first.
 """
@@ -285,6 +285,23 @@ def page_break(page: str, page_title: str, intro: str, section: str, heading: st
 
 # The Files table's row of the one file the student edits: | `labs/NN-x/starter.cpp` | your file...
 YOUR_FILE = re.compile(r"\|\s*`([^`]+)`\s*\|\s*your file\b")
+# The caption of a chapter's table of classic stumbles (on its notes page), and a heading with
+# its id, `## Notes {#lab_NN_notes}`: the section that holds the table.
+STUMBLES_CAPTION = re.compile(r"Table:\s+(?:\{tab:[\w.-]+\}\s*)?Classic stumbles\b")
+HEADING_ID = re.compile(r"#{2,4} .*\{#(\w+)\}\s*")
+
+
+def stumbles_section(lines: list[str]) -> str | None:
+    """The id of the section that holds the chapter's table of classic stumbles (the heading
+    with an id nearest above its caption); None without such a table."""
+    section = None
+    for line in lines:
+        heading = HEADING_ID.fullmatch(line.rstrip("\n"))
+        if heading:
+            section = heading.group(1)
+        elif STUMBLES_CAPTION.match(line):
+            return section
+    return None
 
 
 def _test_totals(lines: list[str]) -> tuple[int, int]:
@@ -304,8 +321,9 @@ def your_job(lines: list[str], lab: str, steps: list[dict]) -> str:
     """The "Your job" box that opens a bench page, from what the chapter already says: the file
     its Files table marks "your file", the steps of its hints.json in the starter's order (each
     TODO linked to the section that explains it, grouped by function), the grading command with
-    the test table's totals, and where the hints come from. One line of HTML; "" when the
-    chapter names no file of the student's."""
+    the test table's totals, where the hints come from, and where the table of classic stumbles
+    is (the notes page's, stumbles_section). One line of HTML; "" when the chapter names no file
+    of the student's."""
     mine = next((m.group(1) for line in lines if (m := YOUR_FILE.match(line.strip()))), None)
     if mine is None:
         return ""
@@ -338,6 +356,10 @@ def your_job(lines: list[str], lab: str, steps: list[dict]) -> str:
     graded = (f" runs the graded tests: {_count(tests, 'test')}, {_count(points, 'point')} "
               f"(§&nbsp;\\ref lab_{lab}_tests)") if tests else " builds your file and grades it"
     first = steps[0]["id"] if steps else "STEP"
+    stumbles = stumbles_section(lines)
+    still = (f'<li><b>Still stuck?</b> The notes page\'s table of \\ref {stumbles} "classic '
+             f'stumbles" gives each usual bug, what you see and the test that shows it.</li>'
+             if stumbles else "")
     return ('<div class="book-job"><div class="book-job-title">Your job</div><ul>'
             f'<li><b>Edit</b> <code>{mine}</code> and nothing else.</li>'
             f'<li><b>Steps</b>, in the starter\'s order:<ul>'
@@ -346,7 +368,7 @@ def your_job(lines: list[str], lab: str, steps: list[dict]) -> str:
             f'<li><b>Stuck?</b> A failing test prints its hint (folded under its row below); '
             f'<code>tools/lab hint {lab}</code> lists the steps, and '
             f'<code>tools/lab hint {lab} {first}</code> gives one step\'s hints a level at a '
-            f'time.</li></ul></div>')
+            f'time.</li>{still}</ul></div>')
 
 
 def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:

@@ -32,7 +32,9 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   bench's first figure follows the lesson's last, the notes' the bench's, the measurements' the
   notes', and so do its formulas and tables. An interlude before a chapter (lab_05_gpu.html, from
   docs/interlude_05.md; any docs/interlude_NN.md) is numbered on its own, by a Roman numeral for
-  its place among the interludes: Figure I.1, Table I.1 before lab 05, Figure II.1 before lab 07. The text refers to a figure as {{fig:lab07_tiles}}, written in the
+  its place among the interludes: Figure I.1, Table I.1 before lab 05, Figure II.1 before lab 07.
+  A long interlude's further pages (lab_05_speed.html, from docs/interlude_05_2.md) go on from
+  its first page's numbers, in the sidebar's order. The text refers to a figure as {{fig:lab07_tiles}}, written in the
   chapter's Markdown, which becomes a link "Figure 7.3" on any page. A reference to a figure no
   chapter shows stops the build.
 - A chapter's display formulas are numbered per chapter too, (7.1), (7.2), ..., by a \\tag that
@@ -56,6 +58,9 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
 - A fold (details.book-fold) keeps the numbers of the tables and figures inside it, so its summary
   line names them ("… (Table 6.10)"): a closed fold never leaves an unexplained gap between
   6.9 and 6.11.
+- The API reference (Doxygen's pages of a header, a class or struct, a namespace or a folder)
+  opens with a one-line lead, so it does not read as one more chapter: a generated page, for
+  which header, and which chapter explains the ideas (api_lead).
 - A picture never shrinks below legible: each SVG picture's tag gets a min-width at which its
   smallest text is 11 px; a column narrower than that scrolls it sideways in its own box
   (book.css) instead of shrinking it further.
@@ -110,13 +115,17 @@ CHAPTER_PAGE = re.compile(r"^(?:lab_(\d\d)(_[a-z0-9]+)?|index)\.html$")
 CHAPTER_PAGE_ORDER = {"": 1, "_lesson2": 2, "_bench": 3, "_review": 4, "_measurements": 5}
 
 
-def chapter_pages(names) -> list[str]:
+def chapter_pages(names, order: list[str] | None = None) -> list[str]:
     """The chapter pages among `names`, in reading order: by chapter, each lesson before its
     bench and the bench before its notes (what numbers a chapter's figures, formulas and tables
-    as one sequence)."""
-    def key(name: str) -> tuple[int, int]:
+    as one sequence). An interlude's pages (a long one has several: lab_05_gpu.html, then
+    lab_05_speed.html) come first, in the sidebar's `order`, or by name without it."""
+    order = order or []
+
+    def key(name: str) -> tuple[int, int, int, str]:
         m = CHAPTER_PAGE.match(name)
-        return int(m.group(1) or 0), CHAPTER_PAGE_ORDER.get(m.group(2) or "", 0)
+        return (int(m.group(1) or 0), CHAPTER_PAGE_ORDER.get(m.group(2) or "", 0),
+                order.index(name) if name in order else len(order), name)
     return sorted((name for name in names if CHAPTER_PAGE.match(name)), key=key)
 
 
@@ -136,25 +145,27 @@ def number_label(name: str, names) -> str:
     """What a chapter page's figures, formulas and tables are numbered under: "7" for lab_07.html
     and its bench and notes, "0" for the introduction, and for an interlude a Roman numeral, its
     place among the interludes of `names` (the book's pages) in reading order: "I" for the first
-    (lab_05_gpu.html), "II" for the second."""
+    (lab_05_gpu.html and its second page, lab_05_speed.html), "II" for the second."""
     m = CHAPTER_PAGE.match(name)
     if is_interlude(name):
-        interludes = [n for n in chapter_pages(set(names) | {name}) if is_interlude(n)]
-        return INTERLUDE_LABELS[interludes.index(name)]
+        chapters = sorted({CHAPTER_PAGE.match(n).group(1)
+                           for n in set(names) | {name} if is_interlude(n)})
+        return INTERLUDE_LABELS[chapters.index(m.group(1))]
     return str(int(m.group(1) or 0))
 
 
 FIGURE_REFERENCE = re.compile(r"\{\{fig:([\w.-]+)\}\}")
 
 
-def number_figures(pages: dict[str, str]) -> dict[str, str]:
+def number_figures(pages: dict[str, str], order: list[str] | None = None) -> dict[str, str]:
     """Numbers the figures of the chapter pages (lab_NN.html, then lab_NN_bench.html, then
     lab_NN_review.html: Figure N.1, N.2, ... in order) and resolves every {{fig:NAME}} on every
-    page to a link to it; `pages` maps a page's file name to its HTML. Raises ValueError naming
-    the page and the name of a reference to no figure."""
+    page to a link to it; `pages` maps a page's file name to its HTML, `order` is the sidebar's
+    reading order (chapter_pages). Raises ValueError naming the page and the name of a reference
+    to no figure."""
     numbers: dict[str, tuple[str, str]] = {}  # picture name -> (page, "N.M")
     counts: dict[str, int] = {}  # chapter -> figures numbered so far (lesson, bench, notes)
-    for name in chapter_pages(pages):
+    for name in chapter_pages(pages, order):
         chapter = number_label(name, pages)
         for figure in FIGURE.finditer(pages[name]):
             counts[chapter] = counts.get(chapter, 0) + 1
@@ -260,12 +271,12 @@ def number_formulas(name: str, text: str, start: int = 0, label: str | None = No
     return DISPLAY_FORMULA.sub(tag, text)
 
 
-def number_all_formulas(pages: dict[str, str]) -> dict[str, str]:
+def number_all_formulas(pages: dict[str, str], order: list[str] | None = None) -> dict[str, str]:
     """number_formulas over every page, a chapter's bench going on from its lesson's last
-    number and its notes from the bench's."""
+    number and its notes from the bench's (an interlude's pages in the sidebar's `order`)."""
     out = dict(pages)
     counts: dict[str, int] = {}
-    for name in chapter_pages(pages):
+    for name in chapter_pages(pages, order):
         chapter = number_label(name, pages)
         start = counts.get(chapter, 0)
         out[name] = number_formulas(name, pages[name], start, chapter)
@@ -447,6 +458,93 @@ def unlink_other_labs(name: str, text: str, headers: dict[str, str]) -> str:
     return HEADER_TOOLTIP.sub(drop_other, HEADER_LINK.sub(keep_own, text))
 
 
+# The API reference's pages: a header's (paged__attention__v1_8hpp.html; a name two headers share
+# is written with its folders, labs_207-cuda-gqa-decode_2given_2backend_8hpp.html), a class's,
+# struct's or union's, a namespace's and a folder's; not their member lists, their source
+# listings or the indexes (classes.html).
+API_PAGE = re.compile(r"(?!classes\.html)(class|struct|union|namespace|dir_)\w*\.html"
+                      r"|[\w-]+_8(?:hpp|cuh)\.html")
+API_LEAD_CLASS = "book-bench-intro book-api-intro"
+# The header a class's page names in its `#include <...>` line (a link to its source listing).
+INCLUDE_LINK = re.compile(r'<code>#include &lt;<a class="el" '
+                          r'href="([\w-]+_8(?:hpp|cuh))_source\.html"')
+# A link to a header's page (a folder's page lists its headers so).
+HEADER_HREF = re.compile(r'href="([\w-]+_8(?:hpp|cuh))\.html"')
+CONTENTS_OPEN = '<div class="contents">\n'
+# The headers the reference documents (= docs/CMakeLists.txt's pa_lab_headers and
+# pa_common_headers).
+API_INPUTS = ("labs/[0-9][0-9]-*/*.hpp", "labs/[0-9][0-9]-*/given/*.hpp",
+              "labs/[0-9][0-9]-*/given/*.cuh", "common/pa/*.hpp", "common/pa/*.cuh",
+              "common/simt/cuda.hpp", "common/simt/errors_and_settings.hpp",
+              "common/simt/timing.hpp", "common/simt/emu/runtime.hpp", "common/simt/emu/wmma.hpp")
+
+
+def _doxygen_stem(path: str) -> str:
+    """Doxygen's file name for a header path (without .html): "_" doubled, "/" as "_2", "." as
+    "_8": labs/07-x/given/backend.hpp -> labs_207-x_2given_2backend_8hpp."""
+    return path.replace("_", "__").replace("/", "_2").replace(".", "_8")
+
+
+def api_headers(repo: Path) -> dict[str, str]:
+    """Doxygen's page stem of every header the reference documents -> its path in the
+    repository. Doxygen names a page by the shortest tail of the path no other header shares
+    (backend_8hpp, or given_2backend_8hpp, or the whole path), so every tail no two headers share
+    is a key."""
+    paths = [str(h.relative_to(repo)) for pattern in API_INPUTS for h in sorted(repo.glob(pattern))]
+    tails: dict[str, set[str]] = {}
+    for path in paths:
+        parts = path.split("/")
+        for k in range(len(parts)):
+            tails.setdefault(_doxygen_stem("/".join(parts[k:])), set()).add(path)
+    return {stem: next(iter(found)) for stem, found in tails.items() if len(found) == 1}
+
+
+def api_lead(name: str, text: str, headers: dict[str, str], chapters: dict[str, str]) -> str:
+    """`text` of an API reference page with its one-line lead, first in its contents: that it is
+    generated, for which header (a type's: the one its `#include` line names; a folder's: the
+    headers it lists), and that the chapter explains the ideas, linked when the headers are one
+    lab's. `headers`: api_headers; `chapters`: a lab's number -> its chapter's title ("05" ->
+    "Lab 05 — CUDA paged attention (v1)"). Other pages, and a page that has its lead, are left as
+    they are."""
+    page = API_PAGE.fullmatch(name)
+    if not page or API_LEAD_CLASS in text or CONTENTS_OPEN not in text:
+        return text
+    stem, kind = name[:-len(".html")], page.group(1)
+    include = INCLUDE_LINK.search(text)
+    if kind is None:  # a header's page
+        own = [headers[stem]] if stem in headers else []
+        where = f"the header <code>{own[0]}</code>" if own else "a header"
+        holds = "each name it declares and the contract its comment states"
+    elif kind in ("class", "struct", "union"):
+        own = [headers[include.group(1)]] if include and include.group(1) in headers else []
+        where = f"a type declared in <code>{own[0]}</code>" if own else "a type of the book's code"
+        holds = "its members and the contract each one's comment states"
+    else:  # a folder's or a namespace's page: the headers it lists
+        holds = ("its headers, each with a page of its own" if kind == "dir_"
+                 else "its names and the contract each one's comment states")
+        own = list(dict.fromkeys(headers[h] for h in HEADER_HREF.findall(text) if h in headers))
+        folder = str(Path(own[0]).parent) if own and kind == "dir_" else ""
+        where = (f"the folder <code>{folder}/</code>" if folder and all(
+                     str(Path(path).parent) == folder for path in own)
+                 else "a folder of the book's code" if kind == "dir_"
+                 else "a namespace of the book's code")
+    labs = {path[5:7] for path in own if path.startswith("labs/")}
+    if len(labs) == 1 and all(path.startswith("labs/") for path in own):
+        lab = next(iter(labs))
+        title = chapters.get(lab, f"Lab {lab}")
+        ideas = (f'The ideas behind them are explained in the chapter, '
+                 f'<a href="lab_{lab}.html">{title}</a>.')
+    elif own and all(path.startswith("common/") for path in own):
+        where += ", which the labs share"
+        ideas = "The chapters explain the ideas behind them."
+    else:
+        ideas = "The chapters explain the ideas behind them."
+    lead = (f'<div class="{API_LEAD_CLASS}">A generated reference page for {where}: {holds}. '
+            f'{ideas}</div>\n')
+
+    return text.replace(CONTENTS_OPEN, CONTENTS_OPEN + lead, 1)
+
+
 # Doxygen's "Related Pages" index, written even with its tab hidden (docs/DoxygenLayout.xml.in),
 # and what it lists (nothing, when its directory holds no row), and its line in the sidebar's
 # index of pages (navtreeindexN.js), which the link check follows.
@@ -515,13 +613,19 @@ def main(argv: list[str]) -> int:
     paths = sorted(Path(argv[0]).glob("*.html"))
     before = {page.name: page.read_text(encoding="utf-8") for page in paths}
     try:
-        headers = header_pages(Path(__file__).resolve().parent.parent)
+        repo = Path(__file__).resolve().parent.parent
+        headers = header_pages(repo)
+        order = sidebar_order(Path(argv[0]))
+        documented = api_headers(repo)
+        chapters = {m.group(1): title.group(1).strip() for name, text in before.items()
+                    if (m := re.fullmatch(r"lab_(\d\d)\.html", name))
+                    and (title := PAGE_TITLE.search(text))}
+        led = {name: api_lead(name, text, documented, chapters) for name, text in before.items()}
         numbered = number_tables(number_figures(number_all_formulas(
                                      {name: legible_figures(unlink_other_labs(name, tidy(text),
                                                                               headers),
                                                             Path(argv[0]))
-                                      for name, text in before.items()})),
-                                 sidebar_order(Path(argv[0])))
+                                      for name, text in led.items()}, order), order), order)
     except ValueError as e:
         print(f"tidy_html: {e}", file=sys.stderr)
         return 1

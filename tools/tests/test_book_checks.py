@@ -518,6 +518,67 @@ class FigureNumbersTest(unittest.TestCase):
         self.assertIn("\\tag{II.1}", tagged["lab_07_tools.html"])
         self.assertEqual(tidy.table_chapter("lab_07_tools.html", "", pages), "II")
 
+    def test_api_reference_pages_open_with_a_lead_naming_the_header_and_the_chapter(self):
+        # Doxygen's pages of a header, a type and a folder say they are generated reference and
+        # send the reader to the chapter for the ideas; the book's own pages get no lead.
+        tidy = _load_tidy()
+        headers = {"paged__attention__v1_8hpp": "labs/05-x/paged_attention_v1.hpp",
+                   "tensor_8hpp": "common/pa/tensor.hpp"}
+        chapters = {"05": "Lab 05 — X"}
+        page = '<div class="header">T</div>\n<div class="contents">\n<p>Text.</p>'
+        out = tidy.api_lead("paged__attention__v1_8hpp.html", page, headers, chapters)
+        self.assertIn('<div class="book-bench-intro book-api-intro">A generated reference page '
+                      'for the header <code>labs/05-x/paged_attention_v1.hpp</code>', out)
+        self.assertIn('<a href="lab_05.html">Lab 05 — X</a>', out)
+        self.assertEqual(tidy.api_lead("paged__attention__v1_8hpp.html", out, headers, chapters),
+                         out)  # once
+        typed = page + ('<p><code>#include &lt;<a class="el" href="tensor_8hpp_source.html">'
+                        'tensor.hpp</a>&gt;</code></p>')
+        out = tidy.api_lead("classpa_1_1Tensor.html", typed, headers, chapters)
+        self.assertIn("a type declared in <code>common/pa/tensor.hpp</code>, which the labs share",
+                      out)
+        self.assertIn("The chapters explain the ideas", out)
+        folder = page + '<a class="el" href="paged__attention__v1_8hpp.html">h</a>'
+        out = tidy.api_lead("dir_abc.html", folder, headers, chapters)
+        self.assertIn("the folder <code>labs/05-x/</code>: its headers", out)
+        for name in ("lab_05.html", "classes.html", "classpa_1_1Tensor-members.html",
+                     "tensor_8hpp_source.html", "files.html"):
+            self.assertEqual(tidy.api_lead(name, page, headers, chapters), page)
+
+    def test_an_interlude_of_two_pages_is_numbered_as_one(self):
+        # A long interlude goes on on a second page (docs/interlude_05_2.md, lab_05_speed.html):
+        # both pages are Interlude I, in the sidebar's order (not the names'), the second's
+        # figures, formulas and tables going on from the first's; the next interlude is still II.
+        tidy = _load_tidy()
+        pages = {"lab_05_speed.html": self.figure("lab05_coalescing"),
+                 "lab_05_gpu.html": self.figure("lab05_hierarchy"),
+                 "lab_05.html": self.figure("lab05_key_lanes"),
+                 "lab_07_tools.html": self.figure("lab07_commit_groups")}
+        order = ["index.html", "lab_05_gpu.html", "lab_05_speed.html", "lab_05.html",
+                 "lab_07_tools.html"]
+        self.assertEqual(tidy.number_label("lab_05_speed.html", pages), "I")
+        self.assertEqual(tidy.number_label("lab_07_tools.html", pages), "II")
+        self.assertEqual(tidy.chapter_pages(reversed(order[1:]), order), order[1:])
+        # Named the other way round, the sidebar's order still decides.
+        renamed = ["lab_05_aaa.html", "lab_05_gpu.html"]
+        self.assertEqual(tidy.chapter_pages(renamed, ["lab_05_gpu.html", "lab_05_aaa.html"]),
+                         ["lab_05_gpu.html", "lab_05_aaa.html"])
+        out = tidy.number_figures(pages, order)
+        self.assertIn("Figure I.1.", out["lab_05_gpu.html"])
+        self.assertIn("Figure I.2.", out["lab_05_speed.html"])
+        self.assertIn("Figure 5.1.", out["lab_05.html"])
+        self.assertIn("Figure II.1.", out["lab_07_tools.html"])
+        formula = '<p class="formulaDsp">\n\\[ a = b \\]\n</p>'
+        tagged = tidy.number_all_formulas({"lab_05_speed.html": formula,
+                                           "lab_05_gpu.html": formula}, order)
+        self.assertIn("\\tag{I.1}", tagged["lab_05_gpu.html"])
+        self.assertIn("\\tag{I.2}", tagged["lab_05_speed.html"])
+        caption = '<p>Table: x</p>\n<table class="markdownTable"><tr><td>1</td></tr></table>'
+        tables = tidy.number_tables({"lab_05_speed.html": caption, "lab_05_gpu.html": caption},
+                                    order)
+        self.assertIn("Table I.1.", tables["lab_05_gpu.html"])
+        self.assertIn("Table I.2.", tables["lab_05_speed.html"])
+
     def test_a_reference_to_no_figure_stops_the_build(self):
         with self.assertRaisesRegex(ValueError, "lab_06.html: .*lab07_tile"):
             _load_tidy().number_figures({"lab_06.html": "see {{fig:lab07_tile}}"})
@@ -709,6 +770,16 @@ class TestTableCaptionTest(unittest.TestCase):
                       box)
         self.assertIn("<code>tools/lab hint 05 reshape</code>", box)
         self.assertEqual(self.filter_module().your_job(self.TABLE, "05", steps), "")  # no file
+        self.assertNotIn("Still stuck?", box)  # no table of classic stumbles in these lines
+        # The box points the stuck student to the notes' classic stumbles: the section above
+        # the table's caption.
+        notes = ["## Notes {#lab_05_notes}\n", "\n", "Text.\n", "\n",
+                 "Table: Classic stumbles of lab 05: under each, the test.\n"]
+        self.assertEqual(self.filter_module().stumbles_section(notes), "lab_05_notes")
+        box = self.filter_module().your_job(lines + notes, "05", steps)
+        self.assertNotIn("\n", box)
+        self.assertIn('<li><b>Still stuck?</b> The notes page\'s table of \\ref lab_05_notes '
+                      '"classic stumbles"', box)
 
     def test_a_kernel_of_three_todos_or_more_lists_them_one_a_line(self):
         lines = ["| file | what it is |\n", "|---|---|\n",
