@@ -39,7 +39,8 @@ SIZE_TITLE = 14        # a panel's title
 SIZE = 13              # ordinary labels
 SIZE_SMALL = 13        # cell contents, annotations: the smallest text. 13 px because the
                        # narrowest column (a 1000 px window, the sidebar shown) is 723 px and
-                       # draws an 820 px figure at 88%: 11.5 px there, over the book's 11 px floor
+                       # draws an 820 px figure at 88%: 11.5 px there, over the book's 11 px floor;
+                       # at a 1400 px window (808 px column) 12.8 px, over the 12 px bar there
 SIZE_LARGE = 16        # the values a dense picture is read by (a lattice's cells, a pool's rows):
                        # larger than the labels around them, with `_{...}` indices at SIZE_SMALL
 NOTE_SIZE = 13         # a figure's legend lines (Figure.paragraph); what a figure means is said
