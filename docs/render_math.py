@@ -75,11 +75,15 @@ def find_formulas(text: str) -> list[tuple[int, int, str, bool]]:
 
 
 def lone_delimiters(text: str) -> list[str]:
-    """The context of each \\( \\) \\[ \\] left in the text outside code (after rendering)."""
+    """The context of each \\( \\) \\[ \\] of a page outside code and outside its formulas:
+    a formula Doxygen's markup left without its other half."""
+    formulas = [(start, end) for start, end, _, _ in find_formulas(text)]
     out = []
     for start, end in _unprotected(text):
         for m in LONE_DELIMITER.finditer(text, start, end):
-            out.append(text[max(start, m.start() - 30):min(end, m.end() + 30)].replace("\n", " "))
+            if not any(a <= m.start() < b for a, b in formulas):
+                context = text[max(start, m.start() - 40):min(end, m.end() + 40)]
+                out.append(" ".join(context.split()))
     return out
 
 
@@ -122,10 +126,11 @@ def render_pages(pages: dict[str, str], node: str, katex_js: Path) -> dict[str, 
             at = end
         parts.append(text[at:])
         out[name] = "".join(parts)
-        for context in lone_delimiters(out[name]):
-            problems.append(f"{name}: a formula delimiter without its other half: ...{context}...")
+        for context in lone_delimiters(text):
+            problems.append(f"{name}: a formula delimiter without its other half: …{context}…")
     if problems:
-        raise MathError("\n".join(problems))
+        raise MathError("the book's formulas did not all render (KaTeX, strict LaTeX):\n"
+                        + "\n".join(problems))
     return out
 
 
