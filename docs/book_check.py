@@ -947,6 +947,11 @@ for (const ol of column.querySelectorAll("ol")) {
 }
 const doc = document.getElementById("doc-content") || document.scrollingElement;
 if (doc.scrollWidth > doc.clientWidth + 1) problems.push(`the page scrolls sideways: ${doc.scrollWidth} px in a ${doc.clientWidth} px window`);
+// Doxygen's text scrolls in #doc-content; if the window scrolls too (something placed against
+// the window, such as KaTeX's hidden MathML without a positioned ancestor), a second scrollbar
+// takes its width from the column.
+const win = document.scrollingElement;
+if (doc !== win && win.scrollHeight > win.clientHeight + 1) problems.push(`the window scrolls as well as #doc-content (${win.scrollHeight} px in ${win.clientHeight} px): a second scrollbar narrows the column`);
 return {problems, elements, column: Math.round(box.width)};
 """
 

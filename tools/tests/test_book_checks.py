@@ -1349,6 +1349,29 @@ class FormulasInTheBrowserTest(unittest.TestCase):
         self.assertTrue(any("KaTeX font KaTeX_Main (normal, 400) did not load" in p
                             for p in problems), problems)
 
+    def test_hidden_mathml_placed_against_the_window_is_reported(self):
+        # Doxygen's layout: the window fixed, the text scrolling in #doc-content. KaTeX's hidden
+        # MathML is absolutely positioned: without book.css's `.katex { position: relative }`
+        # a formula far down the text makes the window scroll too.
+        page = ('<style>html, body {{ height: 100%; margin: 0 }} #doc-content {{ height: 100%; '
+                'overflow: auto }}</style>{css}<div id="doc-content"><div class="contents">'
+                '<div class="textblock"><p style="margin-top: 3000px">{formula}</p></div></div>'
+                '</div>')
+        site = Site(Path(tempfile.mkdtemp(dir=self.tmp)))
+        _load_render_math().copy_katex_assets(RenderMathTest.KATEX.parent, site.dir / "katex")
+        (site.dir / "book.css").write_text((ROOT / "docs" / "book.css").read_text(encoding="utf-8"),
+                                           encoding="utf-8")
+        found = {}
+        for css in ("", '<link rel="stylesheet" href="book.css">'):
+            (site.dir / "lab_02.html").write_text(
+                KATEX_LINK + page.format(css=css, formula=self.formula), encoding="utf-8")
+            self.driver.get((site.dir / "lab_02.html").as_uri())
+            self.driver.execute_async_script(check.WAIT_FOR_FONTS)
+            found[bool(css)] = [p for p in self.driver.execute_script(check.LAYOUT)["problems"]
+                                if "the window scrolls" in p]
+        self.assertEqual(len(found[False]), 1, found)
+        self.assertEqual(found[True], [])
+
     def test_raw_tex_and_a_katex_error_box_are_reported(self):
         problems = self._problems('<p>left as TeX: \\(e^{s_i}\\)</p><p><span class="katex-error" '
                                   'title="ParseError: KaTeX parse error: Expected \'}\'">x^{'
