@@ -23,17 +23,21 @@ the browser check adds Debian's Selenium.
   to a file, and every #fragment to an id in it; nothing is loaded from the network; the only
   external links are references: in a chapter's References section, or to a paper host (arXiv,
   DOI, proceedings).
+- math_check: every formula typeset at build time by KaTeX (docs/render_math.py): no raw TeX
+  left in any page's text, no KaTeX error box, no MathJax script, KaTeX's stylesheet linked
+  wherever there are formulas and every font it names on disk beside it.
 - browser_check: Debian's chromium, headless and offline, driven by Debian's Selenium
   (python3-selenium) through chromedriver (chromium-driver). Opens each page from disk, waits
-  for MathJax, asserts the formulas rendered (no raw TeX left, no MathJax errors), every diagram
+  for its fonts, asserts the formulas show in KaTeX's fonts (stylesheet applied, no font that
+  failed to load, no KaTeX error box, no raw TeX in the text), every diagram
   and picture loaded as SVG and is a link to itself, and the console stayed clean with no
   request leaving the machine; on the first page with a figure, a click opens the figure viewer
   (VIEWER below: larger than the page shows it, with its caption; Escape closes it);
   then, at 1400, 1920, 1200, 1000 and 900 px (WIDTHS), the layout check (LAYOUT below: nothing
   wider than the content column or cut off inside it, no Markdown left unrendered, no numbered
-  list restarting; the formulas laid out again at each width, as a reader's resized window has
-  them); at each of those widths, figure text as drawn in the page, at least 12 px at 1400 px and
-  11 px at the others (FIGURE_TEXT below: each text's computed font size times every scale between the SVG and the
+  list restarting; a formula measured as one box); at each of those widths, figure text as
+  drawn in the page, at least 12 px at 1400 px and 11 px at the others
+  (FIGURE_TEXT below: each text's computed font size times every scale between the SVG and the
   screen, CSS included); saves
   a screenshot of each page at 1400 px and of its key elements (test table, figures, widest
   snippet).
@@ -309,8 +313,8 @@ def source_check(paths: list[Path], root: Path | None = None) -> list[str]:
 
 
 class _ReaderText(html.parser.HTMLParser):
-    """The prose of a page as the reader sees it: no code, no scripts, no formulas (whose TeX is
-    still in the HTML before MathJax runs), one line per block element."""
+    """The prose of a page as the reader sees it: no code, no scripts, no formulas (KaTeX's
+    HTML, or TeX that did not render: math_check reports that), one line per block element."""
     SKIP = {"pre", "code", "script", "style", "svg", "math"}
     VOID = {"br", "hr", "img", "meta", "link", "input", "area", "base", "col", "embed", "source",
             "wbr", "param", "track"}
@@ -333,7 +337,8 @@ class _ReaderText(html.parser.HTMLParser):
         if tag in self.VOID:
             return
         cls = (a.get("class") or "").split()
-        hide = self._hidden() or tag in self.SKIP or "fragment" in cls or "line" in cls
+        hide = (self._hidden() or tag in self.SKIP or "fragment" in cls or "line" in cls
+                or "katex" in cls)
         self.stack.append(hide)
         self.tags.append(tag)
 
@@ -449,6 +454,111 @@ def table_caption_check(html_dir: Path, pages: list[str],
                             f"a paragraph `Table: what it shows.` above it, a blank line between")
     return problems
 
+
+
+# ---- formulas: typeset at build time by KaTeX (docs/render_math.py) --------------------------
+# A page shows finished formulas with no script: no TeX left as text, no KaTeX error box, KaTeX's
+# stylesheet linked wherever there are formulas and every font it names on disk beside it, and no
+# MathJax (a script that would typeset, or show raw TeX until it did).
+# A whole formula where its delimiters pair up (reported once), else any delimiter alone.
+RAW_TEX = re.compile(r"\\\((?:(?!\\\)).){0,300}?\\\)|\\\[(?:(?!\\\]).){0,300}?\\\]"
+                     r"|\\[()\[\]]|\\f[$\[\]{}]|\$\$|\\begin\{", re.S)
+KATEX_CSS = "katex.min.css"
+
+
+class _MathAudit(html.parser.HTMLParser):
+    """One page's formulas: the text outside code and outside rendered formulas (where raw TeX
+    would show), KaTeX's error elements, its rendered formulas, its stylesheets and scripts."""
+    SKIP = {"pre", "code", "script", "style", "textarea", "svg", "math"}
+    VOID = _ReaderText.VOID
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[tuple[str, bool]] = []  # open elements: (tag, hides its text)
+        self.text: list[str] = []
+        self.formulas = 0
+        self.errors: list[str] = []
+        self.stylesheets: list[str] = []
+        self.mathjax: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = {k: (v or "") for k, v in attrs}
+        cls = a.get("class", "").split()
+        if "katex" in cls:
+            self.formulas += 1
+        if "katex-error" in cls:  # KaTeX's error box (throwOnError: false): red source text
+            self.errors.append(a.get("title", "") or "(no message)")
+        if tag == "link" and "stylesheet" in a.get("rel", "").split():
+            self.stylesheets.append(a.get("href", ""))
+        if tag == "script" and ("mathjax" in a.get("src", "").lower()
+                                or "mathjax" in a.get("type", "").lower()):
+            self.mathjax.append(a.get("src") or a.get("type"))
+        if tag in self.VOID:
+            return
+        hidden = bool(self.stack and self.stack[-1][1]) or tag in self.SKIP \
+            or bool({"fragment", "katex", "katex-error"} & set(cls))
+        self.stack.append((tag, hidden))
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if tag not in self.VOID and self.stack and self.stack[-1][0] == tag:
+            self.stack.pop()
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID or all(t != tag for t, _ in self.stack):
+            return
+        while self.stack and self.stack.pop()[0] != tag:
+            pass
+
+    def handle_data(self, data):
+        if not (self.stack and self.stack[-1][1]):
+            self.text.append(data)
+
+
+def math_check(html_dir: Path, pages: list[str] | None = None) -> tuple[int, list[str]]:
+    """Every formula of the site typeset (module comment above); `pages` defaults to every
+    HTML file of the site. Returns (formulas found rendered, problems)."""
+    html_dir = html_dir.resolve()
+    if pages is None:
+        pages = sorted(str(p.relative_to(html_dir)) for p in html_dir.rglob("*.html"))
+    problems: list[str] = []
+    count = 0
+    stylesheets: set[Path] = set()
+    for file in pages:
+        path = html_dir / file
+        audit = _MathAudit()
+        audit.feed(path.read_text(encoding="utf-8", errors="replace"))
+        audit.close()
+        count += audit.formulas
+        text = "".join(audit.text)
+        for m in RAW_TEX.finditer(text):
+            tex = " ".join(m.group(0).split())
+            tex = tex if len(tex) <= 80 else tex[:79] + "…"
+            problems.append(f"{file}: raw TeX in the text (a formula KaTeX did not typeset): "
+                            f"\"{tex}\"")
+        for message in audit.errors:
+            problems.append(f"{file}: a formula KaTeX could not render (katex-error): "
+                            f"{message[:120]}")
+        for what in audit.mathjax:
+            problems.append(f"{file}: loads MathJax ({what}): the formulas are typeset at build "
+                            f"time (docs/render_math.py)")
+        katex_css = [(path.parent / urllib.parse.unquote(href)).resolve()
+                     for href in audit.stylesheets
+                     if urllib.parse.urlsplit(href).path.endswith(KATEX_CSS)]
+        if audit.formulas and not any(css.is_file() for css in katex_css):
+            problems.append(f"{file}: {audit.formulas} formula(s) but no {KATEX_CSS} linked "
+                            f"that exists: they show unstyled")
+        stylesheets.update(css for css in katex_css if css.is_file())
+    for css in sorted(stylesheets):
+        for url in sorted(set(re.findall(r"url\(\s*['\"]?([^'\")]+?)['\"]?\s*\)",
+                                         css.read_text(encoding="utf-8", errors="replace")))):
+            if url.startswith("data:"):
+                continue
+            font = (css.parent / urllib.parse.unquote(urllib.parse.urlsplit(url).path)).resolve()
+            if urllib.parse.urlsplit(url).scheme or not font.is_file():
+                problems.append(f"{css.relative_to(html_dir)}: {url} does not resolve to a file "
+                                f"beside it (KaTeX's fonts are copied with it)")
+    return count, problems
 
 # The smallest text a figure may show, in CSS px, at the size it is drawn in the column (a
 # figure wider than the column is scaled down to it), at every window width the layout is
@@ -606,8 +716,7 @@ def link_check(html_dir: Path) -> LinkReport:
     links only to reference hosts."""
     html_dir = html_dir.resolve()
     report = LinkReport()
-    files = sorted(p for p in html_dir.rglob("*") if p.suffix in (".html", ".svg")
-                   and "mathjax" not in p.relative_to(html_dir).parts)
+    files = sorted(p for p in html_dir.rglob("*") if p.suffix in (".html", ".svg"))
     parsed: dict[Path, _Page] = {p: _parse(p) for p in files}
     report.files = len(files)
 
@@ -696,34 +805,28 @@ CHROMIUM_FLAGS = [
     "--force-color-profile=srgb", f"--window-size={WIDTHS[0]},{WINDOW_HEIGHT}",
 ]
 
-# Waits (an async WebDriver script) for MathJax's first typeset of the page to finish: its "End"
-# startup hook, then one more turn of its queue; gives up after 30 s.
-WAIT_FOR_MATHJAX = """
+# Waits (an async WebDriver script) for the page's web fonts, KaTeX's among them, to finish
+# loading (or failing); the formulas themselves are typeset at build time (docs/render_math.py),
+# so nothing else is waited for. Answers the state of every KaTeX font face the page used.
+WAIT_FOR_FONTS = """
 const done = arguments[arguments.length - 1];
-const start = Date.now();
-(function poll() {
-  if (window.MathJax && MathJax.Hub && MathJax.Hub.Register) {
-    MathJax.Hub.Register.StartupHook("End", () => { MathJax.Hub.Queue(() => { done("ready"); }); });
-  } else if (Date.now() - start > 30000) {
-    done("MathJax never loaded");
-  } else {
-    setTimeout(poll, 50);
-  }
-})();
+const report = () => done([...document.fonts].filter(f => /^KaTeX_/.test(f.family))
+    .map(f => ({family: f.family, style: f.style, weight: f.weight, status: f.status})));
+const timer = setTimeout(report, 30000);
+document.fonts.ready.then(() => { clearTimeout(timer); report(); });
 """
 
-# What the page shows once MathJax is done: rendered formulas, MathJax errors, the diagrams and
-# pictures (SVG in frames, objects or images) and whether each one loaded.
+# What the page shows: its rendered formulas (KaTeX's HTML, made at build time), any KaTeX error
+# box (red TeX: what throwOnError: false would leave), the diagrams and pictures (SVG in frames,
+# objects or images) and whether each one loaded.
 AUDIT = r"""
 const contents = document.querySelector("div.contents") || document.body;
-const rendered = contents.querySelectorAll(".MathJax_SVG, .MathJax_SVG_Display").length;
-// TeX that MathJax could not parse becomes an <merror> node in its element jax (shown as red
-// text); a crash inside MathJax shows "[Math Processing Error]" (.MathJax_Error) instead.
-const hasError = (node) => !!node && typeof node === "object" &&
-    (node.type === "merror" || (Array.isArray(node.data) && node.data.some(hasError)));
-const bad = (window.MathJax && MathJax.Hub ? MathJax.Hub.getAllJax() : []).filter(j => hasError(j.root));
-const errors = bad.map(j => j.originalText.slice(0, 80))
-    .concat([...contents.querySelectorAll(".MathJax_Error, .noError")].map(e => e.textContent.slice(0, 80)));
+const rendered = contents.querySelectorAll(".katex").length;
+const errors = [...contents.querySelectorAll(".katex-error")]
+    .map(e => (e.getAttribute("title") || e.textContent).slice(0, 80));
+// A formula drawn in KaTeX's own fonts: the stylesheet loaded and its fonts with it (without
+// them KaTeX's HTML is a jumble of the page's font at the wrong sizes).
+const styled = !rendered || getComputedStyle(contents.querySelector(".katex")).fontFamily.includes("KaTeX_Main");
 // An SVG in a frame or an object: its document must be an <svg> with an area.
 const svgs = [...contents.querySelectorAll("iframe, object, embed")]
     .map(e => ({url: e.src || e.data || "", e}))
@@ -746,7 +849,7 @@ const unlinked = [...contents.querySelectorAll("div.image object, div.image img"
     .filter(e => { const a = e.closest("a.book-figure-link");
                    return !a || a.getAttribute("href") !== (e.getAttribute("data") || e.getAttribute("src")); })
     .map(e => e.getAttribute("data") || e.getAttribute("src") || "");
-return {rendered, errors, svgs, figures, unlinked, title: document.title};
+return {rendered, errors, styled, svgs, figures, unlinked, title: document.title};
 """
 
 # The layout check, in the rendered page at the window's width. The content column is the page's
@@ -778,15 +881,18 @@ const name = (e) => {
   return `<${e.localName}${cls}> "${what}"`;
 };
 const where = () => `in #${section}`;
-const inCode = (e) => !!e.closest("code, pre, div.fragment, script, style, .MathJax_SVG, .MathJax_SVG_Display, .MathJax_Preview, .MathJax_SVG_Hidden, .MJX_Assistive_MathML");
+const inCode = (e) => !!e.closest("code, pre, div.fragment, script, style, .katex");
 const walker = document.createTreeWalker(column, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
   acceptNode(node) {
     if (node.nodeType === Node.TEXT_NODE) return NodeFilter.FILTER_ACCEPT;
-    if (node.matches("script, style, noscript, .MathJax_Preview, .MathJax_SVG_Hidden, .MJX_Assistive_MathML")) return NodeFilter.FILTER_REJECT;  // (hidden MathML: text for screen readers, clipped to 1 px on purpose)
+    if (node.matches("script, style, noscript, .katex-mathml")) return NodeFilter.FILTER_REJECT;  // (KaTeX's hidden MathML: text for screen readers, clipped to 1 px on purpose)
     const cs = getComputedStyle(node);
     if (cs.display === "none" || cs.visibility === "hidden" || cs.position === "fixed") return NodeFilter.FILTER_REJECT;
     for (let p = node.parentElement; p && p !== column; p = p.parentElement) {
       if (flagged.has(p)) return NodeFilter.FILTER_REJECT;
+      // A formula is measured as a whole: KaTeX's inner boxes (struts, clipped stretchy
+      // glyphs) are its own business.
+      if (p.classList.contains("katex")) return NodeFilter.FILTER_REJECT;
     }
     return NodeFilter.FILTER_ACCEPT;
   }
@@ -860,6 +966,11 @@ for (const ol of column.querySelectorAll("ol")) {
 }
 const doc = document.getElementById("doc-content") || document.scrollingElement;
 if (doc.scrollWidth > doc.clientWidth + 1) problems.push(`the page scrolls sideways: ${doc.scrollWidth} px in a ${doc.clientWidth} px window`);
+// Doxygen's text scrolls in #doc-content; if the window scrolls too (something placed against
+// the window, such as KaTeX's hidden MathML without a positioned ancestor), a second scrollbar
+// takes its width from the column.
+const win = document.scrollingElement;
+if (doc !== win && win.scrollHeight > win.clientHeight + 1) problems.push(`the window scrolls as well as #doc-content (${win.scrollHeight} px in ${win.clientHeight} px): a second scrollbar narrows the column`);
 return {problems, elements, column: Math.round(box.width)};
 """
 
@@ -1023,6 +1134,20 @@ def _start_browser(log_path: Path):
     return driver
 
 
+def _font_problems(fonts: list[dict], formulas: int, styled: bool) -> list[str]:
+    """What WAIT_FOR_FONTS and AUDIT say is wrong with a page's formulas' fonts: KaTeX's
+    stylesheet not applied, a KaTeX font that failed to load, or formulas with none loaded."""
+    problems = []
+    if not styled:
+        problems.append("the formulas are not in KaTeX's fonts: katex/katex.min.css did not load")
+    for f in fonts:
+        if f["status"] == "error":
+            problems.append(f"KaTeX font {f['family']} ({f['style']}, {f['weight']}) did not load")
+    if formulas and styled and not any(f["status"] == "loaded" for f in fonts):
+        problems.append("KaTeX's stylesheet loaded, but none of its fonts did")
+    return problems
+
+
 def _log_problems(driver) -> list[str]:
     """Console errors and exceptions, failed loads, and any request that left the machine."""
     problems = []
@@ -1046,14 +1171,11 @@ def _log_problems(driver) -> list[str]:
 
 def _layout(driver, width: int) -> dict:
     driver.set_window_size(width, WINDOW_HEIGHT)
-    # Doxygen's resize.js lays the sidebar and the content out again on resize, and
-    # docs/mathjax-config.js has MathJax lay its formulas out again 200 ms after it: wait for
-    # that, then for MathJax's queue to empty.
+    # Doxygen's resize.js lays the sidebar and the content out again on resize: let it settle.
+    # (The formulas are HTML made at build time: the browser lays them out with the text.)
     driver.execute_async_script(
         "const done = arguments[arguments.length - 1];"
-        "window.dispatchEvent(new Event('resize'));"
-        "setTimeout(() => window.MathJax && MathJax.Hub && MathJax.Hub.Queue"
-        " ? MathJax.Hub.Queue(() => done()) : done(), 300);")
+        "window.dispatchEvent(new Event('resize')); setTimeout(done, 200);")
     return driver.execute_script(LAYOUT)
 
 
@@ -1163,14 +1285,14 @@ def browser_check(html_dir: Path, pages: list[str], shots_dir: Path,
             try:
                 driver.set_window_size(WIDTHS[0], WINDOW_HEIGHT)
                 driver.get((html_dir.resolve() / file).as_uri())
-                state = driver.execute_async_script(WAIT_FOR_MATHJAX)
-                if state != "ready":
-                    result.problems.append(f"MathJax: {state}")
+                fonts = driver.execute_async_script(WAIT_FOR_FONTS)
                 time.sleep(0.3)  # late console messages and requests
                 audit = driver.execute_script(AUDIT)
                 result.formulas, result.figures = audit["rendered"], audit["figures"]
+                result.problems += _font_problems(fonts, audit["rendered"], audit["styled"])
                 for tex in audit["errors"]:
-                    result.problems.append(f"formula MathJax could not render: \"{tex}\"")
+                    result.problems.append(f"formula KaTeX could not render (katex-error): "
+                                           f"\"{tex}\"")
                 for svg in audit["svgs"]:
                     if svg["ok"]:
                         result.svgs_loaded += 1
@@ -1262,6 +1384,15 @@ def run_checks(html_dir: Path, repo: Path, shots_dir: Path, browser: bool = True
             if CAPTIONS_PENDING else ""
         print(f"  ok: every chapter's table has a numbered caption{waiting}; every `Table:` "
               f"caption is above its table")
+    count += len(problems)
+
+    print("== Formulas (typeset at build time by KaTeX: docs/render_math.py)")
+    formulas, problems = math_check(html_dir)
+    for p in problems:
+        print(f"  FAIL {p}")
+    if not problems:
+        print(f"  ok: {formulas} formulas rendered; no raw TeX, KaTeX error or MathJax script in "
+              f"any page; KaTeX's stylesheet and its fonts resolve")
     count += len(problems)
 
     print("== Link check")

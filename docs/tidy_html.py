@@ -38,7 +38,7 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   chapter's Markdown, which becomes a link "Figure 7.3" on any page. A reference to a figure no
   chapter shows stops the build.
 - A chapter's display formulas are numbered per chapter too, (7.1), (7.2), ..., by a \\tag that
-  MathJax's AMS extension draws at the right margin.
+  KaTeX draws at the right margin (docs/render_math.py typesets the formulas after this).
 - Tables with a caption are numbered too. In the Markdown, a paragraph that starts with
   `Table: ` directly above a table (a blank line between) is its caption; it becomes
   "Table 7.2. caption" above the table, numbered per chapter in order. The introduction and the
@@ -90,8 +90,8 @@ TITLE_TRAILING_SPACE = re.compile(r'(<div class="title">[^<]*?) +(</div>)')
 # `lab05_bench` on the next line. An opening bracket before such code and the punctuation after it
 # stay on its line.
 CODE_WITH_PUNCTUATION = re.compile(r'(\(?)(<code class="book-nowrap">[^<]*</code>)([)\],;:.]*)')
-# The same for an inline formula (still TeX between \( and \) here; MathJax typesets it in the
-# browser): "10^{-12}" at a line's end and its comma alone at the next line's start.
+# The same for an inline formula (still TeX between \( and \) here; docs/render_math.py typesets
+# it next): "10^{-12}" at a line's end and its comma alone at the next line's start.
 MATH_WITH_PUNCTUATION = re.compile(r'(\(?)(\\\((?:[^<>"\\]|\\(?!\)))*\\\))([)\],;:.]+)')
 # A table cell, and an ISO date in its text: a browser may break "2026-11-22" after a hyphen in a
 # narrow column heading; the date gets a span of class book-date (white-space: nowrap).

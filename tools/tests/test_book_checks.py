@@ -286,7 +286,8 @@ class BookChecksTest(unittest.TestCase):
         self.site.svg("tiny.svg", '<text x="1" y="1" font-size="7">x</text>')
         self.site.page("lab_01.html", '<p>| a | b |</p><p>see [backend] at 0123abc</p>'
                                       '<div class="image"><object data="tiny.svg"></object></div>'
-                                      '<p>Table: lost.</p>' + self.TABLE)
+                                      '<p>Table: lost.</p><p>the sum \\(\\sum_i x_i\\)</p>'
+                                      + self.TABLE)
         repo = self.tmp / "repo"
         (repo / "labs" / "01-x").mkdir(parents=True)
         (repo / "labs" / "01-x" / "README.md").write_text(
@@ -299,7 +300,7 @@ class BookChecksTest(unittest.TestCase):
         for what in ("inside a Markdown table", "literal Markdown table syntax",
                      "snippet marker [backend]", "commit hash (0123abc)",
                      "smaller than 11 px", "a table without a caption",
-                     "a `Table:` caption with no table"):
+                     "a `Table:` caption with no table", "raw TeX in the text"):
             self.assertIn(what, text)
 
 
@@ -1090,16 +1091,150 @@ class BuiltBookSplitTest(unittest.TestCase):
                                             "lab_05_measurements.html", "lab_06.html"])
 
 
-class FormulaTextTest(unittest.TestCase):
-    def test_formulas_leave_their_text_for_find_copy_and_screen_readers(self):
-        """The SVG output draws a formula as a picture; AssistiveMML (and toMathML, which it
-        loads) adds its hidden MathML text, and copy_mathjax.cmake must ship both."""
-        config = (ROOT / "docs" / "mathjax-config.js").read_text(encoding="utf-8")
-        self.assertIn('StartupHook("TeX Jax Ready"', config)
-        self.assertIn('Require("[MathJax]/extensions/AssistiveMML.js")', config)
-        parts = (ROOT / "docs" / "copy_mathjax.cmake").read_text(encoding="utf-8")
-        for part in ("extensions/AssistiveMML.js", "extensions/toMathML.js"):
-            self.assertIn(f"\n  {part}\n", parts)
+# A formula as docs/render_math.py leaves it: KaTeX's HTML (the MathML for find, copy and screen
+# readers, then the drawn boxes), made at build time.
+KATEX_FORMULA = ('<span class="katex"><span class="katex-mathml"><math><semantics><mrow><mi>x'
+                 '</mi></mrow><annotation encoding="application/x-tex">\\sum_i x</annotation>'
+                 '</semantics></math></span><span class="katex-html" aria-hidden="true">'
+                 '<span class="base"><span class="mord mathnormal">x</span></span></span></span>')
+KATEX_LINK = '<link href="katex/katex.min.css" rel="stylesheet" type="text/css"/>'
+
+
+class MathCheckTest(unittest.TestCase):
+    """math_check: every formula typeset at build time; a planted raw formula, KaTeX error box,
+    MathJax script, missing stylesheet or missing font each fails it; a rendered page passes."""
+
+    def setUp(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory()
+        self.site = Site(Path(self._tmp.name))
+        katex = self.site.dir / "katex"
+        (katex / "fonts").mkdir(parents=True)
+        (katex / "katex.min.css").write_text(
+            "@font-face{font-family:KaTeX_Main;src:url(fonts/KaTeX_Main-Regular.woff2) "
+            "format('woff2')}.katex{font:normal 1.21em KaTeX_Main}", encoding="utf-8")
+        (katex / "fonts" / "KaTeX_Main-Regular.woff2").write_bytes(b"wOF2")
+
+    def tearDown(self) -> None:
+        self._tmp.cleanup()
+
+    def _check(self, body: str) -> tuple[int, list[str]]:
+        self.site.page("lab_02.html", KATEX_LINK + body)
+        return check.math_check(self.site.dir)
+
+    def test_rendered_formulas_pass(self):
+        # TeX inside code is code, and the MathML's annotation holds the formula's source.
+        count, problems = self._check(f"<p>the sum {KATEX_FORMULA} of <code>\\(x\\)</code></p>"
+                                      f'<p class="formulaDsp"><span class="katex-display">'
+                                      f"{KATEX_FORMULA}</span></p>")
+        self.assertEqual(problems, [])
+        self.assertEqual(count, 2)
+
+    def test_raw_tex_is_reported(self):
+        count, problems = self._check(f"<p>{KATEX_FORMULA} and \\(m_{{\\mathrm{{new}}}}\\) and "
+                                      f"a lone \\[ here</p>")
+        self.assertEqual(len(problems), 2, problems)
+        self.assertIn('lab_02.html: raw TeX in the text (a formula KaTeX did not typeset): '
+                      '"\\(m_{\\mathrm{new}}\\)"', problems[0])
+        self.assertIn('"\\["', problems[1])
+
+    def test_a_katex_error_box_is_reported(self):
+        # What KaTeX writes with throwOnError: false: the source in red, the message as title.
+        _, problems = self._check('<p><span class="katex-error" title="ParseError: KaTeX parse '
+                                  'error: Expected \'}\'" style="color:#cc0000">x^{</span></p>')
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("lab_02.html: a formula KaTeX could not render (katex-error): "
+                      "ParseError: KaTeX parse error", problems[0])
+
+    def test_a_mathjax_script_is_reported(self):
+        _, problems = self._check(f'<script type="text/javascript" async="async" '
+                                  f'src="mathjax/MathJax.js"></script><p>{KATEX_FORMULA}</p>')
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("loads MathJax (mathjax/MathJax.js)", problems[0])
+
+    def test_a_missing_stylesheet_or_font_is_reported(self):
+        (self.site.dir / "katex" / "fonts" / "KaTeX_Main-Regular.woff2").unlink()
+        _, problems = self._check(f"<p>{KATEX_FORMULA}</p>")
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("katex/katex.min.css: fonts/KaTeX_Main-Regular.woff2 does not resolve",
+                      problems[0])
+        (self.site.dir / "katex" / "katex.min.css").unlink()
+        _, problems = self._check(f"<p>{KATEX_FORMULA}</p>")
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("1 formula(s) but no katex.min.css linked that exists", problems[0])
+
+
+def _load_render_math():
+    spec = importlib.util.spec_from_file_location("render_math_under_test",
+                                                  ROOT / "docs" / "render_math.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _katex_missing() -> str | None:
+    import shutil
+    if not shutil.which("node"):
+        return "no node (Debian: nodejs)"
+    if not Path("/usr/share/javascript/katex/katex.min.js").is_file():
+        return "no KaTeX (Debian: libjs-katex)"
+    return None
+
+
+@unittest.skipIf(_katex_missing(), _katex_missing() or "")
+class RenderMathTest(unittest.TestCase):
+    """docs/render_math.py: the build's KaTeX step, on pages as Doxygen and tidy_html.py leave
+    them."""
+    KATEX = Path("/usr/share/javascript/katex/katex.min.js")
+
+    def setUp(self) -> None:
+        self.render = _load_render_math()
+
+    def _pages(self, **pages: str) -> dict[str, str]:
+        return self.render.render_pages(pages, "node", self.KATEX)
+
+    def test_inline_and_display_formulas_become_katex_html_with_mathml(self):
+        out = self._pages(**{"lab_02.html": (
+            '<p>from \\(m = -\\infty\\), \\(a &lt; b\\) and <code>\\(kept\\)</code></p>\n'
+            '<p class="formulaDsp">\n\\[\n\\begin{aligned} x &amp;= 1 \\\\ y &amp;= 2'
+            '\\end{aligned}\n  \\tag{2.1}\n\\]\n</p>')})["lab_02.html"]
+        self.assertNotIn("\\(m", out)
+        self.assertIn("<code>\\(kept\\)</code>", out)  # code is code
+        self.assertEqual(out.count('<span class="katex">'), 3)
+        self.assertEqual(out.count('<span class="katex-display">'), 1)
+        self.assertIn("(2.1)", out)  # the tag tidy_html.py numbered it with
+        # The MathML text beside the drawing: find-in-page, copying and screen readers see it.
+        self.assertIn('<annotation encoding="application/x-tex">a &lt; b</annotation>', out)
+
+    def test_the_code_identifier_macro_sets_code_as_text(self):
+        out = self._pages(**{"a.html": "<p>\\(\\mathtt{warp\\_idx} + 1\\)</p>"})["a.html"]
+        self.assertIn('<span class="mord texttt">warp_idx</span>', out)
+
+    def test_a_formula_katex_rejects_stops_the_build_naming_page_formula_and_error(self):
+        with self.assertRaises(self.render.MathError) as caught:
+            self._pages(**{"lab_03.html": "<p>fine \\(x\\), broken \\(e^{m\\)</p>",
+                           "index.html": "<p>a lone \\( delimiter</p>"})
+        message = str(caught.exception)
+        self.assertIn("lab_03.html: KaTeX cannot render \\(e^{m\\)", message)
+        self.assertIn("KaTeX parse error: Expected '}'", message)
+        self.assertIn("index.html: a formula delimiter without its other half", message)
+        self.assertNotIn("lab_03.html: a formula delimiter", message)
+
+    def test_strict_mode_rejects_what_latex_would(self):
+        with self.assertRaises(self.render.MathError) as caught:
+            self._pages(**{"a.html": "<p>\\(x_{é}\\)</p>"})  # a text letter in math mode
+        self.assertIn("a.html: KaTeX cannot render \\(x_{é}\\)", str(caught.exception))
+        self.assertIn("unicodeTextInMathMode", str(caught.exception))
+
+    def test_the_stylesheet_and_every_font_it_names_are_copied(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "katex"
+            fonts = self.render.copy_katex_assets(self.KATEX.parent, out)
+            css = (out / "katex.min.css").read_text(encoding="utf-8")
+            urls = set(self.render.CSS_URL.findall(css))
+            self.assertEqual(fonts, len(urls))
+            self.assertGreater(fonts, 0)
+            for url in urls:
+                self.assertTrue((out / url).is_file() and not (out / url).is_symlink(), url)
 
 
 class FigureLinksTest(unittest.TestCase):
@@ -1278,3 +1413,80 @@ class FigureViewerInTheBrowserTest(unittest.TestCase):
         problems = self._problems(self.FIGURE)
         self.assertEqual(len(problems), 1, problems)
         self.assertIn("did not open the figure viewer", problems[0])
+
+
+@unittest.skipIf(_browser_missing() or _katex_missing(), _browser_missing() or _katex_missing() or "")
+class FormulasInTheBrowserTest(unittest.TestCase):
+    """The browser check sees what a reader sees of the formulas: KaTeX's HTML drawn in KaTeX's
+    fonts passes; without the stylesheet, with a font gone, or with a KaTeX error box or raw
+    TeX in the text, the page fails."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls._tmp = tempfile.TemporaryDirectory()
+        cls.tmp = Path(cls._tmp.name)
+        cls.driver = check._start_browser(cls.tmp / "chromedriver.log")
+        render = _load_render_math()
+        cls.formula = render.render_pages({"p": "\\(\\sum_{i \\in \\mathcal{S}} e^{s_i - m}\\)"},
+                                          "node", RenderMathTest.KATEX)["p"]
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.driver.quit()
+        cls._tmp.cleanup()
+
+    def _problems(self, body: str, drop: str | None = None) -> list[str]:
+        site = Site(Path(tempfile.mkdtemp(dir=self.tmp)))
+        _load_render_math().copy_katex_assets(RenderMathTest.KATEX.parent, site.dir / "katex")
+        if drop:
+            for path in (site.dir / "katex").rglob(drop):
+                path.unlink()
+        page = site.page("lab_02.html", KATEX_LINK + body)
+        self.driver.set_window_size(1400, 900)
+        self.driver.get((site.dir / page).as_uri())
+        fonts = self.driver.execute_async_script(check.WAIT_FOR_FONTS)
+        audit = self.driver.execute_script(check.AUDIT)
+        layout = self.driver.execute_script(check.LAYOUT)
+        return (check._font_problems(fonts, audit["rendered"], audit["styled"])
+                + [f"katex-error: {e}" for e in audit["errors"]] + layout["problems"])
+
+    def test_a_rendered_formula_in_katexs_fonts_passes(self):
+        self.assertEqual(self._problems(f"<p>the sum {self.formula} over the blocks</p>"), [])
+
+    def test_a_missing_stylesheet_or_font_is_reported(self):
+        problems = self._problems(f"<p>{self.formula}</p>", drop="katex.min.css")
+        self.assertEqual(problems, ["the formulas are not in KaTeX's fonts: katex/katex.min.css "
+                                    "did not load"])
+        problems = self._problems(f"<p>{self.formula}</p>", drop="KaTeX_Main-Regular.*")
+        self.assertTrue(any("KaTeX font KaTeX_Main (normal, 400) did not load" in p
+                            for p in problems), problems)
+
+    def test_hidden_mathml_placed_against_the_window_is_reported(self):
+        # Doxygen's layout: the window fixed, the text scrolling in #doc-content. KaTeX's hidden
+        # MathML is absolutely positioned: without book.css's `.katex { position: relative }`
+        # a formula far down the text makes the window scroll too.
+        page = ('<style>html, body {{ height: 100%; margin: 0 }} #doc-content {{ height: 100%; '
+                'overflow: auto }}</style>{css}<div id="doc-content"><div class="contents">'
+                '<div class="textblock"><p style="margin-top: 3000px">{formula}</p></div></div>'
+                '</div>')
+        site = Site(Path(tempfile.mkdtemp(dir=self.tmp)))
+        _load_render_math().copy_katex_assets(RenderMathTest.KATEX.parent, site.dir / "katex")
+        (site.dir / "book.css").write_text((ROOT / "docs" / "book.css").read_text(encoding="utf-8"),
+                                           encoding="utf-8")
+        found = {}
+        for css in ("", '<link rel="stylesheet" href="book.css">'):
+            (site.dir / "lab_02.html").write_text(
+                KATEX_LINK + page.format(css=css, formula=self.formula), encoding="utf-8")
+            self.driver.get((site.dir / "lab_02.html").as_uri())
+            self.driver.execute_async_script(check.WAIT_FOR_FONTS)
+            found[bool(css)] = [p for p in self.driver.execute_script(check.LAYOUT)["problems"]
+                                if "the window scrolls" in p]
+        self.assertEqual(len(found[False]), 1, found)
+        self.assertEqual(found[True], [])
+
+    def test_raw_tex_and_a_katex_error_box_are_reported(self):
+        problems = self._problems('<p>left as TeX: \\(e^{s_i}\\)</p><p><span class="katex-error" '
+                                  'title="ParseError: KaTeX parse error: Expected \'}\'">x^{'
+                                  '</span></p>')
+        self.assertTrue(any(p.startswith("raw TeX") for p in problems), problems)
+        self.assertIn("katex-error: ParseError: KaTeX parse error: Expected '}'", problems)

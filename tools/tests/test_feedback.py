@@ -81,7 +81,7 @@ UBSAN = ("/w/labs/02-online-softmax/starter.cpp:51:14: runtime error: signed int
 
 class FailureText(unittest.TestCase):
     def test_a_hint_prints_its_formulas_as_plain_symbols(self):
-        # The chapters' tables set formulas in MathJax; the terminal gets them as plain text.
+        # The chapters' tables set formulas with KaTeX; the terminal gets them as plain text.
         hint = ("weigh partition p by its denom times \\f$e^{m_p - M}\\f$, the ratio "
                 "\\f$e^{\\,s_t - s_{t'}}\\f$, out \\f$\\sum_p \\mathrm{acc}_p / \\sum_p "
                 "\\mathrm{denom}_p\\f$, \\f$\\mathtt{block\\_table}[\\lfloor t/B \\rfloor]\\f$ "
