@@ -142,8 +142,10 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
   //         half of red_smem). Invariant after it: every thread may read every probability.
 
   // ---- Probe B (given): a probe launch stops here and hands the tests the probabilities ---
-  // No barrier of its own: TODO 4 already leaves every probability readable by every thread.
+  // Its own barrier, as at Probe A: the probe grades the values TODOs 3 and 4 compute, and
+  // with those TODOs still empty it reports wrong probabilities, not a race.
   if (probe_stage == Probe::kProbabilities) {
+    __syncthreads();
     SIMT_DYNAMIC_SHARED(float, probed_row);
     copy_row_to_probe(probe, probed_row, num_seq_blocks * BLOCK_SIZE,
                       max_num_blocks_per_seq * BLOCK_SIZE);

@@ -307,14 +307,23 @@ def diagnose(tests: list, table: dict, lab: Lab, cat: Catalogue | None = None,
                 if step is not None:
                     return Diagnosis(fallback, step, 1.0, [k.key for k in same])
             return Diagnosis(fallback, located, located=True)
-    if not failing or not cat.known:
-        return Diagnosis(fallback, None)
     steps = hints.load(lab, root)
+    # A stage probe that fails is the earliest evidence there is: it ran the kernel only up to
+    # its stage, so the bug is in a step it grades (and later steps cannot have caused it).
+    probe = next((p for p in hints.stage_probes(lab, root) if p.test in failing), None)
+    probe_test = next((t for t in failing_tests if probe and t.key == probe.test), None)
+    if not failing or not cat.known:
+        return Diagnosis(probe_test or fallback, None)
     ranked = rank_steps(cat, failing, steps, table)
+    if probe_test is not None:
+        graded = hints.steps_through(steps, probe.through)
+        ranked = [r for r in ranked if r[2] in graded]
+        if not ranked:
+            return Diagnosis(probe_test, None)
     if not ranked or ranked[0][0] < MIN_EVIDENCE:
-        return Diagnosis(fallback, None, ranked[0][0] if ranked else 0.0)
-    if len(ranked) > 1 and ranked[1][:2] == ranked[0][:2]:
-        return Diagnosis(fallback, None, ranked[0][0])   # two steps tied: no evidence either way
+        return Diagnosis(probe_test or fallback, None, ranked[0][0] if ranked else 0.0)
+    if len(ranked) > 1 and ranked[1][:2] == ranked[0][:2]:   # two steps tied: no evidence either way
+        return Diagnosis(probe_test or fallback, None, ranked[0][0])
     # A known bug whose failing set is (almost) the student's is the answer itself.
     nearest = max(ranked, key=lambda r: (r[1], r[0]))
     match = nearest[1]
@@ -340,7 +349,7 @@ def diagnose(tests: list, table: dict, lab: Lab, cat: Catalogue | None = None,
                 not (row is not None and row.section == section),
                 n if n else len(cat.known) + 1, order.get(t.key, len(order)), t.key)
 
-    first = fallback if read_first else min(failing_tests, key=lead)
+    first = fallback if read_first else probe_test or min(failing_tests, key=lead)
     return Diagnosis(first, step, best, closest)
 
 

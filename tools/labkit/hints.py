@@ -47,6 +47,15 @@ class Step:
         return f"TODO {self.todo} of {self.function}" if self.todo else self.function
 
 
+@dataclass
+class StageProbe:
+    """A graded test that runs a kernel only part of the way and checks what it holds there
+    (lab 05's Probe A after TODO 2): it grades the steps of `through`'s function up to and
+    including `through`, before the later ones exist."""
+    test: str      # its Suite.Test key
+    through: str   # the id of the last step it grades
+
+
 class HintError(ValueError):
     pass
 
@@ -75,6 +84,26 @@ def load(lab: Lab, root: Path = ROOT) -> list[Step]:
                           entry["title"], entry["section"], list(entry["levels"]),
                           list(entry.get("covers", []))))
     return steps
+
+
+def stage_probes(lab: Lab, root: Path = ROOT) -> list[StageProbe]:
+    """The lab's stage probes, earliest stage first: hints.json's optional
+    "probes": [{"test": "Suite.Test", "through": "step id"}] ([] when it has none)."""
+    path = path_of(lab, root)
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return [StageProbe(str(p.get("test", "")), str(p.get("through", "")))
+            for p in data.get("probes", [])]
+
+
+def steps_through(steps: list[Step], last: str) -> set[str]:
+    """The ids of the steps of `last`'s function up to and including `last`, in hints order."""
+    step = next((s for s in steps if s.id == last), None)
+    if step is None:
+        return set()
+    same = [s.id for s in steps if s.function == step.function]
+    return set(same[:same.index(last) + 1])
 
 
 def problems(lab: Lab, root: Path = ROOT) -> list[str]:
@@ -121,6 +150,12 @@ def problems(lab: Lab, root: Path = ROOT) -> list[str]:
         if not any(t.startswith(m.group(1).strip()) for t in anchors.values()):
             out.append(f"labs/{lab.room}/starter.cpp: § {m.group(1).strip()} is not a heading "
                        f"of {lab.room}/README.md")
+    ids = [s.id for s in steps]
+    for probe in stage_probes(lab, root):
+        if probe.through not in ids:
+            out.append(f"{path}: probe {probe.test}: 'through' {probe.through!r} is no step id")
+        if f"`{probe.test}`" not in readme:
+            out.append(f"{path}: probe {probe.test} is not a graded test of the chapter's table")
     return out
 
 

@@ -187,6 +187,24 @@ class Diagnosis(unittest.TestCase):
         self.assertGreaterEqual(rate(rows), TARGET, misses)
         self.assertGreaterEqual(rate([r for r in rows if r[0] in hand]), HAND_TARGET, misses)
 
+    def test_a_failing_stage_probe_comes_first_and_bounds_the_step(self):
+        # Lab 05 with a bug in TODO 3 or 4 that, of the whole-kernel tests, only the equal-values
+        # one sees: Probe B fails with it. Without the probe rule the grader would start with
+        # that test and name TODO 5 (measured: it does); with it, it starts with Probe B and
+        # names a step Probe B grades.
+        lab = labs.pick(["05"])[0]
+        probes = hints.stage_probes(lab)
+        self.assertEqual([p.through for p in probes], ["attention.2", "attention.4"])
+        table = grading.read_table(lab)
+        failing = [diagnosis.Recorded(probes[1].test, "wrong value"), diagnosis.Recorded(
+            "PagedAttentionV1.EqualValuesComeBackWhateverTheWeights", "wrong value")]
+        d = diagnosis.diagnose(failing, table, lab)
+        self.assertEqual(d.first.key, probes[1].test)
+        self.assertIsNotNone(d.step)
+        self.assertIn(d.step.id, hints.steps_through(hints.load(lab), "attention.4"))
+        # A probe's 'through' must name a step, and the probe must be a graded test.
+        self.assertEqual([x for x in hints.problems(lab) if "probe" in x], [])
+
     def test_a_release_ships_the_same_knowledge_without_the_names(self):
         import shutil
         import tempfile
