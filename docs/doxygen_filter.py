@@ -365,7 +365,8 @@ def your_job(lines: list[str], lab: str, steps: list[dict]) -> str:
             f'<li><b>Steps</b>, in the starter\'s order:<ul>'
             + "".join(f"<li>{item}</li>" for item in items) + "</ul></li>"
             f'<li><b>Grade</b> <code>tools/lab grade {lab}</code>{graded}.</li>'
-            f'<li><b>Stuck?</b> A failing test prints its hint (folded under its row below); '
+            f'<li><b>Stuck?</b> A failing test prints its hint, the one under its name in the '
+            f'fold of graded tests below; '
             f'<code>tools/lab hint {lab}</code> lists the steps, and '
             f'<code>tools/lab hint {lab} {first}</code> gives one step\'s hints a level at a '
             f'time.</li>{still}</ul></div>')
