@@ -365,7 +365,8 @@ def your_job(lines: list[str], lab: str, steps: list[dict]) -> str:
             f'<li><b>Steps</b>, in the starter\'s order:<ul>'
             + "".join(f"<li>{item}</li>" for item in items) + "</ul></li>"
             f'<li><b>Grade</b> <code>tools/lab grade {lab}</code>{graded}.</li>'
-            f'<li><b>Stuck?</b> A failing test prints its hint (folded under its row below); '
+            f'<li><b>Stuck?</b> A failing test prints its hint, the one under its name in the '
+            f'fold of graded tests below; '
             f'<code>tools/lab hint {lab}</code> lists the steps, and '
             f'<code>tools/lab hint {lab} {first}</code> gives one step\'s hints a level at a '
             f'time.</li>{still}</ul></div>')
@@ -478,9 +479,32 @@ def fold_listings(lines: list[str], root: Path, start: int = 0, end: int | None 
     return lines
 
 
+INSTRUCTOR_OPEN = ("\\htmlonly[block]<div class=\"book-instructor\"><p class=\"book-instructor-label\">"
+                   "Instructors: not in the student edition</p>\\endhtmlonly\n")
+INSTRUCTOR_CLOSE = "\\htmlonly[block]</div>\\endhtmlonly\n"
+
+
+def mark_instructor_blocks(lines: list[str]) -> list[str]:
+    """Each `<!-- instructor -->` ... `<!-- /instructor -->` block (markers on lines of their own,
+    outside code fences) drawn as a labelled box: the instructor's book shows what a student's
+    release leaves out (tools/labkit/release.py strips these blocks), so a reader of this edition
+    can tell which commands a student cannot run."""
+    out, fenced = [], False
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if not fenced and line.strip() == "<!-- instructor -->":
+            out.append(INSTRUCTOR_OPEN)
+        elif not fenced and line.strip() == "<!-- /instructor -->":
+            out.append(INSTRUCTOR_CLOSE)
+        else:
+            out.append(line)
+    return out
+
+
 def main(path: str) -> int:
     with open(path, encoding="utf-8") as f:
-        text = f.read()
+        text = "".join(mark_instructor_blocks(f.read().splitlines(keepends=True)))
     if path.endswith(".md"):
         chapter = re.search(r"labs/(\d\d)-[^/]*/README\.md$", path.replace("\\", "/"))
         sources = [test.read_text(encoding="utf-8")

@@ -145,10 +145,9 @@ def corr_example() -> Figure:
         f.lines(x, base + 62, state, size=SIZE_SMALL, anchor="start", mono=True, gap=1.45)
     # The rescale, between the first two panels.
     f.arrow(218, 90, 282, 90, color=STATE.ink, sw=1.6)  # clear of the panel's "1" at 205
-    f.text(250, 60, f"corr = e^{{2−4}}", size=SIZE, anchor="middle", fill=STATE.ink,
-           weight="bold")
-    f.text(250, 108, f"= {corr:.3f}", size=SIZE_SMALL, anchor="middle", fill=STATE.ink,
-           weight="bold")
+    # One line above the arrow, in the gap between the panels' titles and their "1" rules.
+    f.text(250, 62, f"corr = e^{{2−4}} = {corr:.3f}", size=SIZE, anchor="middle",
+           fill=STATE.ink, weight="bold")
     # The caption under the figure says what the dashed bars are and quotes the run without
     # corr: denom, acc and out below (2.386, 54.41, 22.80 instead of 28.20).
     assert (f"{wrong[1]:.3f}", f"{wrong[2]:.2f}", f"{wrong[2] / wrong[1]:.2f}", f"{out:.2f}") == \

@@ -329,7 +329,7 @@ def warp_butterfly() -> Figure:
     f.text(10, 14, f"Across a warp: block size {BLOCK_SIZE}, so TG = {tg}; masks 16, 8, 4, 2, 1",
            size=SIZE_TITLE, weight="bold")
     step = 19
-    lx = [96 + step * l for l in range(WARP_SIZE)]
+    lx = [126 + step * l for l in range(WARP_SIZE)]
     masks = [16, 8, 4, 2, 1]
     rows = [56 + 35 * k for k in range(len(masks) + 1)]
     max_row = masks.index(tg) + 1         # the row where the max is complete
@@ -345,13 +345,15 @@ def warp_butterfly() -> Figure:
         label = (f"from lane {mask}, carrying {carried} lanes" if carried > 1
                  else f"from lane {mask}, its own value")
         f.text(lx[mask] + 12, rows[k] + 14, label, size=NOTE_SIZE, weight="bold")
-        f.text(10, (rows[k] + rows[k + 1]) / 2, f"mask {mask}", size=NOTE_SIZE,
+        # Each row is named by the exchange that produced it, level with its dots.
+        f.text(10, rows[k + 1] + 4, f"after mask {mask}", size=NOTE_SIZE,
                fill=hue(k).ink, weight="bold")
     for k, y in enumerate(rows):
         for l in range(WARP_SIZE):
             holds = k == len(masks) or (k == max_row and l % tg == 0)
             f.rect(lx[l] - 5, y - 5, 10, 10, fill=STATE.ink if holds else "#ffffff", stroke=INK,
                    sw=0.8, rx=5)
+    f.text(10, rows[0] + 4, "start", size=NOTE_SIZE, fill=MUTED, weight="bold")
     for l in (0, 8, 16, 24, 31):
         f.text(lx[l], rows[0] - 16, f"lane {l}" if l == 0 else str(l), size=NOTE_SIZE,
                anchor="middle", fill=MUTED)
