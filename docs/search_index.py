@@ -203,12 +203,10 @@ def doxygen_symbols(html_dir: Path, book: set[str]) -> list[list[str]]:
 
 
 def build(html_dir: Path) -> dict:
-    pages = book_pages(html_dir)
+    pages = [(f, t) for f, t in book_pages(html_dir) if (html_dir / f).is_file()]
     sections = []
     for i, (file, title) in enumerate(pages):
         path = html_dir / file
-        if not path.is_file():
-            continue
         for anchor, heading, text in page_sections(path, title):
             sections.append([i, anchor, heading, text])
     symbols = doxygen_symbols(html_dir, {f for f, _ in pages})
