@@ -40,7 +40,10 @@ the browser check adds Debian's Selenium.
   (FIGURE_TEXT below: each text's computed font size times every scale between the SVG and the
   screen, CSS included); saves
   a screenshot of each page at 1400 px and of its key elements (test table, figures, widest
-  snippet).
+  snippet). Last, the search box (SEARCH below, docs/book-search.js over html/search_book.js):
+  on the first page, a word found only in prose (SEARCH_WORD) typed into the box must show a
+  result at 1400 px and at 900 px (the sidebar, and with it the box, opened by "☰ Chapters"),
+  each result linking to a page that holds the word, and a click on the first must land there.
 
 Run alone: /usr/bin/python3 docs/book_check.py build/docs/html [--screenshots DIR] [--no-browser]
 """
@@ -1246,6 +1249,83 @@ def _viewer_problems(driver) -> list[str]:
     return problems
 
 
+SEARCH_WORD = "tolerance"   # in the book's prose, in no code symbol or page title
+SEARCH_INDEX = "search_book.js"   # docs/search_index.py writes it
+
+# Types `arguments[0]` into the search box (opening the folded sidebar first where the box is
+# hidden) and waits up to 3 s for results: {box, hits: [{href, text}], inside}.
+SEARCH = r"""
+const word = arguments[0], done = arguments[arguments.length - 1];
+let field = document.getElementById("MSearchField");
+if (!field) { done({box: false, hits: []}); return; }
+if (field.getBoundingClientRect().width < 20 || getComputedStyle(field).visibility === "hidden") {
+  const toggle = document.querySelector("button.book-contents-toggle");
+  if (toggle && getComputedStyle(toggle).display !== "none") toggle.click();
+}
+field = document.getElementById("MSearchField");
+field.focus();
+field.value = word;
+field.dispatchEvent(new Event("input", {bubbles: true}));
+field.dispatchEvent(new KeyboardEvent("keyup", {key: word.slice(-1), bubbles: true}));
+const start = Date.now();
+(function poll() {
+  const panel = document.getElementById("book-search-results");
+  const hits = panel && !panel.hidden ? [...panel.querySelectorAll("a[href]")] : [];
+  if (hits.length || Date.now() - start > 3000) {
+    const r = panel && !panel.hidden ? panel.getBoundingClientRect() : null;
+    done({box: true, hits: hits.map(a => ({href: a.href, text: a.textContent})),
+          inside: !r || (r.left >= 0 && r.right <= window.innerWidth + 1 && r.top >= 0
+                         && r.top < window.innerHeight - 100)});
+  } else setTimeout(poll, 50);
+})();
+"""
+
+
+def _search_problems(driver, html_dir: Path, page: str, word: str = SEARCH_WORD,
+                     widths: tuple[int, ...] = (900, 1400)) -> list[str]:
+    """What is wrong with the search box on `page`: see SEARCH. The driver is left on the page
+    the first result of the last width opened."""
+    from selenium.webdriver.common.by import By
+    if not (html_dir / SEARCH_INDEX).is_file():
+        return [f"no search index: {SEARCH_INDEX} is missing (docs/search_index.py)"]
+    problems: list[str] = []
+    for width in widths:
+        driver.set_window_size(width, WINDOW_HEIGHT)
+        driver.get((html_dir.resolve() / page).as_uri())
+        r = driver.execute_async_script(SEARCH, word)
+        if not r["box"]:
+            return problems + [f"at {width} px: no search box (#MSearchField) on {page}"]
+        if not r["hits"]:
+            problems.append(f"at {width} px: \"{word}\" typed into the search box on {page} shows "
+                            f"no result (docs/book-search.js, {SEARCH_INDEX})")
+            continue
+        if not r["inside"]:
+            problems.append(f"at {width} px: the search results are not within the window")
+        for hit in r["hits"]:
+            target = hit["href"].split("#")[0]
+            name = target.rsplit("/", 1)[-1]
+            path = html_dir / name
+            if not target.startswith("file:") or not path.is_file():
+                problems.append(f"at {width} px: search result \"{hit['text'][:60]}\" links to "
+                                f"{hit['href']}, no page of the book")
+            elif word.lower() not in path.read_text(encoding="utf-8").lower():
+                problems.append(f"at {width} px: search result \"{hit['text'][:60]}\" links to "
+                                f"{name}, which does not hold \"{word}\"")
+        first = r["hits"][0]["href"]
+        driver.find_element(By.CSS_SELECTOR, "#book-search-results a[href]").click()
+        deadline = time.monotonic() + 3
+        while driver.current_url != first and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if driver.current_url != first:
+            problems.append(f"at {width} px: a click on the first search result did not open "
+                            f"{first} (the window shows {driver.current_url})")
+        elif word.lower() not in driver.execute_script(
+                "return document.body.textContent.toLowerCase()"):
+            problems.append(f"at {width} px: the first search result opened {first}, whose text "
+                            f"does not hold \"{word}\"")
+    return problems
+
+
 def browser_check(html_dir: Path, pages: list[str], shots_dir: Path,
                   chapters: set[str] | None = None) -> list[PageResult]:
     """Opens each page in headless chromium from disk, offline; see the module docstring.
@@ -1324,6 +1404,13 @@ def browser_check(html_dir: Path, pages: list[str], shots_dir: Path,
                     result.figure_text += len(found)
                 result.problems += _log_problems(driver)
                 result.screenshot = _screenshots(driver, file, shots_dir, WIDTHS[0])
+            except WebDriverException as e:
+                result.problems.append(f"browser: {e.msg}")
+        if pages:
+            result = PageResult("(search box)")
+            results.append(result)
+            try:
+                result.problems += _search_problems(driver, html_dir, pages[0])
             except WebDriverException as e:
                 result.problems.append(f"browser: {e.msg}")
     finally:

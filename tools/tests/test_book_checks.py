@@ -1415,6 +1415,96 @@ class FigureViewerInTheBrowserTest(unittest.TestCase):
         self.assertIn("did not open the figure viewer", problems[0])
 
 
+def _load_search_index():
+    spec = importlib.util.spec_from_file_location("search_index_under_test",
+                                                  ROOT / "docs" / "search_index.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class SearchIndexTest(unittest.TestCase):
+    """docs/search_index.py cuts each page into its sections (heading, anchor, text) and keeps
+    the prose and inline code, not code blocks, the page's contents or KaTeX's rendering (a
+    formula gives its TeX's words)."""
+
+    def test_sections_keep_prose_and_inline_code_not_code_blocks_or_katex_html(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            site = Site(Path(tmp))
+            site.page("lab_01.html",
+                      '<div class="toc"><h3>Table of Contents</h3><a href="#s">Secret toc</a></div>'
+                      '<p>Before any heading.</p>'
+                      '<h1><a class="anchor" id="lab_01_tol"></a>How tolerances are chosen</h1>'
+                      '<p>A <code>kTolerance</code> per test, a '
+                      '<span class="katex"><span class="katex-mathml"><math><semantics><mi>x</mi>'
+                      '<annotation encoding="application/x-tex">\\mathrm{denom}_i</annotation>'
+                      '</semantics></math></span><span class="katex-html" aria-hidden="true">'
+                      'd e n o m</span></span> each.</p>'
+                      '<div class="fragment"><div class="line">int hidden_code = 1;</div></div>')
+            index = _load_search_index().build(site.dir)
+        self.assertEqual(index["pages"], [["lab_01.html", "lab_01.html"]])
+        sections = index["sections"]
+        self.assertEqual([s[1:3] for s in sections],
+                         [["", "lab_01.html"], ["lab_01_tol", "How tolerances are chosen"]])
+        self.assertEqual(sections[0][3], "Before any heading.")
+        self.assertEqual(sections[1][3], "A kTolerance per test, a denom i each.")
+
+
+@unittest.skipIf(_browser_missing(), _browser_missing() or "")
+class SearchInTheBrowserTest(unittest.TestCase):
+    """The browser check types a word of the prose into the search box (docs/book-search.js):
+    the book's box over the index docs/search_index.py writes finds it and a click on the
+    first result lands on the page that holds it; without the index, or with an index that
+    does not hold the word (a box that finds nothing), the check fails."""
+
+    HEADER = ('<link rel="stylesheet" href="book.css"><script src="book-search.js"></script>'
+              '<script>BookSearch.init()</script><div id="MSearchBox"><span class="left">'
+              '<input type="text" id="MSearchField" onkeyup="searchBox.OnSearchFieldChange(event)"'
+              '/></span></div>')
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls._tmp = tempfile.TemporaryDirectory()
+        cls.tmp = Path(cls._tmp.name)
+        cls.driver = check._start_browser(cls.tmp / "chromedriver.log")
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.driver.quit()
+        cls._tmp.cleanup()
+
+    def _problems(self, index: bool = True, word_in_code_only: bool = False) -> list[str]:
+        site = Site(Path(tempfile.mkdtemp(dir=self.tmp)))
+        for name in ("book-search.js", "book.css"):
+            (site.dir / name).write_text((ROOT / "docs" / name).read_text(encoding="utf-8"),
+                                         encoding="utf-8")
+        site.page("index.html", self.HEADER + "<p>The front page says nothing of the kind.</p>")
+        where = ('<div class="fragment"><div class="line">double tolerance = 1e-12;</div></div>'
+                 if word_in_code_only else "<p>A tolerance is a named constant.</p>")
+        site.page("conventions.html", self.HEADER + '<h1><a class="anchor" id="conv_tol"></a>'
+                  "Constants</h1>" + where)
+        if index:
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(_load_search_index().main([str(site.dir)]), 0)
+        return check._search_problems(self.driver, site.dir, "index.html", "tolerance")
+
+    def test_the_books_search_finds_a_prose_word_and_its_first_result_lands_there(self):
+        self.assertEqual(self._problems(), [])
+        self.assertTrue(self.driver.current_url.endswith("conventions.html#conv_tol"),
+                        self.driver.current_url)
+
+    def test_a_missing_index_is_reported(self):
+        problems = self._problems(index=False)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("no search index", problems[0])
+
+    def test_a_search_that_finds_nothing_is_reported(self):
+        # The word is in a code block only, which the index leaves out: the box finds nothing.
+        problems = self._problems(word_in_code_only=True)
+        self.assertEqual(len(problems), 2, problems)   # at 900 and at 1400 px
+        self.assertTrue(all("shows no result" in p for p in problems), problems)
+
+
 @unittest.skipIf(_browser_missing() or _katex_missing(), _browser_missing() or _katex_missing() or "")
 class FormulasInTheBrowserTest(unittest.TestCase):
     """The browser check sees what a reader sees of the formulas: KaTeX's HTML drawn in KaTeX's
