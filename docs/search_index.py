@@ -38,35 +38,16 @@ BLOCK = {"p", "div", "li", "tr", "td", "th", "dt", "dd", "br", "h1", "h2", "h3",
 HEADINGS = {"h1", "h2", "h3", "h4"}
 
 
-def read_navtree(html_dir: Path) -> list:
-    text = (html_dir / "navtreedata.js").read_text(encoding="utf-8")
-    m = re.search(r"var NAVTREE\s*=\s*(\[.*?\]);\s*\n\s*var NAVTREEINDEX", text, re.S)
-    if not m:
-        raise ValueError("navtreedata.js: no NAVTREE")
-    return json.loads(m.group(1))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from book_check import book_pages as _sidebar_pages  # noqa: E402  (one reader of the sidebar)
+from book_check import read_navtree  # noqa: E402
 
 
 def book_pages(html_dir: Path) -> list[tuple[str, str]]:
     """(file, title) of every page of the book in the sidebar's order, without the API
-    reference (files.html and below), each file once (as docs/book_check.py's book_pages)."""
-    pages: list[tuple[str, str]] = []
-    seen: set[str] = set()
-
-    def walk(nodes: list) -> None:
-        for title, url, children in nodes:
-            if url == "files.html":
-                continue
-            if isinstance(url, str) and re.fullmatch(r"[\w.-]+\.html", url) and url not in seen:
-                seen.add(url)
-                pages.append((url, title))
-            if isinstance(children, list):
-                walk(children)
-
-    tree = read_navtree(html_dir)
-    pages.append((tree[0][1], tree[0][0]))   # the introduction, the tree's root
-    seen.add(tree[0][1])
-    walk(tree[0][2])
-    return pages
+    reference: the introduction (the tree's root), then book_check's pages."""
+    root = read_navtree(html_dir)[0]
+    return [(root[1], root[0])] + [p for p in _sidebar_pages(html_dir) if p[0] != root[1]]
 
 
 TEX_COMMAND = re.compile(r"\\[a-zA-Z]+\*?|\\.")

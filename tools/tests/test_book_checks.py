@@ -1262,17 +1262,9 @@ def _browser_missing() -> str | None:
     return None
 
 
-@unittest.skipIf(_browser_missing(), _browser_missing() or "")
-class FigureTextInTheBrowserTest(unittest.TestCase):
-    """The browser's figure-text check measures text as the page draws it: a figure that CSS
-    shrinks, or whose small text comes from a <style> rule, is reported although its SVG file
-    says 12 px; the same figure drawn at full size passes. (The file-only estimate,
-    figure_text_check, passes all three: that is why the browser measures.)"""
-
-    STYLE_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="820" height="100" '
-                 'viewBox="0 0 820 100" font-size="12"><style>.note { font-size: 7px; }</style>'
-                 '<text x="10" y="20">label at 12</text>'
-                 '<text x="10" y="60" class="note">a note a style rule shrinks</text></svg>')
+class BrowserTestCase(unittest.TestCase):
+    """A test class that shares one headless Chromium (the book check's own) and a scratch
+    folder over all its tests."""
 
     @classmethod
     def setUpClass(cls) -> None:
@@ -1284,6 +1276,19 @@ class FigureTextInTheBrowserTest(unittest.TestCase):
     def tearDownClass(cls) -> None:
         cls.driver.quit()
         cls._tmp.cleanup()
+
+
+@unittest.skipIf(_browser_missing(), _browser_missing() or "")
+class FigureTextInTheBrowserTest(BrowserTestCase):
+    """The browser's figure-text check measures text as the page draws it: a figure that CSS
+    shrinks, or whose small text comes from a <style> rule, is reported although its SVG file
+    says 12 px; the same figure drawn at full size passes. (The file-only estimate,
+    figure_text_check, passes all three: that is why the browser measures.)"""
+
+    STYLE_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="820" height="100" '
+                 'viewBox="0 0 820 100" font-size="12"><style>.note { font-size: 7px; }</style>'
+                 '<text x="10" y="20">label at 12</text>'
+                 '<text x="10" y="60" class="note">a note a style rule shrinks</text></svg>')
 
     def setUp(self) -> None:
         self.site = Site(Path(tempfile.mkdtemp(dir=self.tmp)))
@@ -1370,7 +1375,7 @@ class FigureTextInTheBrowserTest(unittest.TestCase):
 
 
 @unittest.skipIf(_browser_missing(), _browser_missing() or "")
-class FigureViewerInTheBrowserTest(unittest.TestCase):
+class FigureViewerInTheBrowserTest(BrowserTestCase):
     """A click on a figure opens docs/book-figures.js's viewer: the picture larger than in the
     column, with its caption, closed by Escape. A page whose figure is only a link to its SVG
     (no viewer) is reported."""
@@ -1378,17 +1383,6 @@ class FigureViewerInTheBrowserTest(unittest.TestCase):
     FIGURE = ('<div class="image"><a class="book-figure-link" href="fig.svg" target="_blank">'
               '<object type="image/svg+xml" data="fig.svg" style="pointer-events: none">'
               '</object></a><div class="caption">Figure 1.1. A planted figure.</div></div>')
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls._tmp = tempfile.TemporaryDirectory()
-        cls.tmp = Path(cls._tmp.name)
-        cls.driver = check._start_browser(cls.tmp / "chromedriver.log")
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.driver.quit()
-        cls._tmp.cleanup()
 
     def _problems(self, body: str) -> list[str]:
         site = Site(Path(tempfile.mkdtemp(dir=self.tmp)))
@@ -1451,7 +1445,7 @@ class SearchIndexTest(unittest.TestCase):
 
 
 @unittest.skipIf(_browser_missing(), _browser_missing() or "")
-class SearchInTheBrowserTest(unittest.TestCase):
+class SearchInTheBrowserTest(BrowserTestCase):
     """The browser check types a word of the prose into the search box (docs/book-search.js):
     the book's box over the index docs/search_index.py writes finds it and a click on the
     first result lands on the page that holds it; without the index, or with an index that
@@ -1461,17 +1455,6 @@ class SearchInTheBrowserTest(unittest.TestCase):
               '<script>BookSearch.init()</script><div id="MSearchBox"><span class="left">'
               '<input type="text" id="MSearchField" onkeyup="searchBox.OnSearchFieldChange(event)"'
               '/></span></div>')
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls._tmp = tempfile.TemporaryDirectory()
-        cls.tmp = Path(cls._tmp.name)
-        cls.driver = check._start_browser(cls.tmp / "chromedriver.log")
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.driver.quit()
-        cls._tmp.cleanup()
 
     def _problems(self, index: bool = True, word_in_code_only: bool = False) -> list[str]:
         site = Site(Path(tempfile.mkdtemp(dir=self.tmp)))
@@ -1506,7 +1489,7 @@ class SearchInTheBrowserTest(unittest.TestCase):
 
 
 @unittest.skipIf(_browser_missing() or _katex_missing(), _browser_missing() or _katex_missing() or "")
-class FormulasInTheBrowserTest(unittest.TestCase):
+class FormulasInTheBrowserTest(BrowserTestCase):
     """The browser check sees what a reader sees of the formulas: KaTeX's HTML drawn in KaTeX's
     fonts passes; without the stylesheet, with a font gone, or with a KaTeX error box or raw
     TeX in the text, the page fails."""
