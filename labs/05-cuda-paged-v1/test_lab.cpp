@@ -432,21 +432,22 @@ std::vector<double> put_stale_rows(Problem& p) {
   return lead;
 }
 
-/// The shapes both stage probes run.
+/// A probe's shape: float32, GQA 4/2, lengths 1, a block minus one, a block, a block plus one
+/// and several blocks per warp (every warp's first block is not its last).
+Config probe_config(int head_size, int block_size) {
+  Config c;
+  c.dtype = DType::kFloat32;
+  c.head_size = head_size;
+  c.block_size = block_size;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.seq_lens = {1, block_size - 1, block_size, block_size + 1, 9 * block_size + 5};
+  return c;
+}
+
+/// The shapes both stage probes run: thread groups of 4, 2 and 1.
 std::vector<Config> stage_probe_configs() {
-  std::vector<Config> configs;
-  for (const auto& [head_size, block_size] :
-       {std::pair{64, 8}, std::pair{128, 16}, std::pair{256, 32}}) {
-    Config c;
-    c.dtype = DType::kFloat32;
-    c.head_size = head_size;
-    c.block_size = block_size;
-    c.num_heads = 4;
-    c.num_kv_heads = 2;
-    c.seq_lens = {1, block_size - 1, block_size, block_size + 1, 9 * block_size + 5};
-    configs.push_back(c);
-  }
-  return configs;
+  return {probe_config(64, 8), probe_config(128, 16), probe_config(256, 32)};
 }
 
 /// Runs the kernel up to `stage` on `p`: [num_seqs * num_heads, max_num_blocks_per_seq *
@@ -589,14 +590,8 @@ TEST_P(PagedAttentionV1, ProbeBProbabilitiesMatchTheHost) {
 std::vector<Config> weight_probe_configs() {
   std::vector<Config> configs;
   for (const auto& [head_size, block_size] : {std::pair{128, 8}, std::pair{256, 16}}) {
-    Config c;
-    c.dtype = DType::kFloat32;
-    c.head_size = head_size;
-    c.block_size = block_size;
-    c.num_heads = 4;
-    c.num_kv_heads = 2;
-    c.seq_lens = {1, block_size - 1, block_size, block_size + 1, 9 * block_size + 5, head_size};
-    configs.push_back(c);
+    configs.push_back(probe_config(head_size, block_size));
+    configs.back().seq_lens.push_back(head_size);
   }
   return configs;
 }
