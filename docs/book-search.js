@@ -9,9 +9,9 @@
  * the box gets the focus.
  *
  * A section matches when every word typed appears in its heading or text (as the start of a
- * word or inside one: "corr" finds "correction"). Those with every word in the heading come
- * first, then those with some, then the rest, each group in reading order with the sections
- * where the words are whole words first. Enter opens the chosen result (the first, until the
+ * word or inside one: "corr" finds "correction"). The sections where every word is a whole word
+ * come first ("corr" before "correction"); within each of those two groups, those with every
+ * word in the heading, then those with some, then the rest, each in reading order. Enter opens the chosen result (the first, until the
  * arrows move the choice), Escape closes the list, a click outside it too.
  */
 var BookSearch = {
@@ -127,7 +127,7 @@ var BookSearch = {
       if (!all) continue;
       var tier = inHeading === words.length ? 0 : inHeading > 0 ? 1 : 2;
       var whole = BookSearch.wholeWords(s.low, words) === words.length ? 0 : 1;
-      found.push({ section: s, order: i, rank: [tier, whole] });
+      found.push({ section: s, order: i, rank: [whole, tier] });
     }
     found.sort(function (a, b) {
       return a.rank[0] - b.rank[0] || a.rank[1] - b.rank[1] || a.order - b.order;

@@ -51,13 +51,26 @@ def book_pages(html_dir: Path) -> list[tuple[str, str]]:
 
 
 TEX_COMMAND = re.compile(r"\\[a-zA-Z]+\*?|\\.")
+# Commands that stand for a symbol or a word of the formula, kept in its text so that a snippet
+# still reads ("rows [φB, (φ+1)B)", "max", "≤"); every other command is dropped.
+TEX_SYMBOLS = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "Delta": "Δ", "epsilon": "ε",
+    "varepsilon": "ε", "theta": "θ", "lambda": "λ", "mu": "μ", "pi": "π", "rho": "ρ",
+    "sigma": "σ", "Sigma": "Σ", "tau": "τ", "phi": "φ", "varphi": "φ", "psi": "ψ",
+    "omega": "ω", "ell": "ℓ", "cdot": "·", "times": "×", "le": "≤", "leq": "≤", "ge": "≥",
+    "geq": "≥", "ne": "≠", "neq": "≠", "approx": "≈", "in": "∈", "infty": "∞", "sum": "Σ",
+    "prod": "Π", "to": "→", "rightarrow": "→", "ldots": "…", "dots": "…", "cdots": "…",
+    "max": "max", "min": "min", "exp": "exp", "log": "log", "sqrt": "√", "lfloor": "⌊",
+    "rfloor": "⌋", "lceil": "⌈", "rceil": "⌉", "oplus": "⊕", "otimes": "⊗",
+}
 
 
 def tex_words(tex: str) -> str:
-    """A formula as searchable words: its TeX without commands, braces, ^ and _
-    ("\\mathrm{denom}_i" -> "denom i")."""
+    """A formula as searchable words: its TeX without braces, ^, _ and the commands that draw
+    no symbol ("\\mathrm{denom}_i" -> "denom i", "[\\phi B, (\\phi+1)B)" -> "[φ B, (φ+1)B)")."""
     tex = re.sub(r"\\(?:begin|end)\{[^}]*\}", " ", tex)   # \begin{aligned}: no word of the text
-    return " ".join(re.sub(r"[{}^_&]", " ", TEX_COMMAND.sub(" ", tex)).split())
+    tex = TEX_COMMAND.sub(lambda m: TEX_SYMBOLS.get(m.group(0)[1:], " "), tex)
+    return " ".join(re.sub(r"[{}^_&]", " ", tex).split())
 
 
 class _Sections(HTMLParser):

@@ -1443,6 +1443,14 @@ class SearchIndexTest(unittest.TestCase):
         self.assertEqual(sections[0][3], "Before any heading.")
         self.assertEqual(sections[1][3], "A kTolerance per test, a denom i each.")
 
+    def test_a_formula_keeps_its_symbols_in_the_text(self):
+        # Greek letters, relations and operator names stay as symbols, so a snippet still reads;
+        # commands that draw nothing (\mathrm) go.
+        tex_words = _load_search_index().tex_words
+        self.assertEqual(tex_words("[\\phi B, (\\phi+1)B)"), "[φ B, (φ+1)B)")
+        self.assertEqual(tex_words("m_{\\mathrm{new}} = \\max(m, s_i)"), "m new = max(m, s i)")
+        self.assertEqual(tex_words("i \\le n \\cdot B"), "i ≤ n · B")
+
 
 @unittest.skipIf(_browser_missing(), _browser_missing() or "")
 class SearchInTheBrowserTest(BrowserTestCase):
