@@ -14,7 +14,7 @@ RING_WAIT = 1    # the kernel's right wait_count, which the caption quotes
 
 def ring_rows(tiles: int, wait_count: int) -> list[dict]:
     """What one thread of ring_column_sum_kernel does, in order: one dict per statement, with the
-    groups it has committed so far. Follows the kernel line by line: tile k goes to stage k % 2,
+    groups it has committed so far. Follows the kernel line by line: tile i goes to stage i % 2,
     start_tile commits one group per call (empty past the end), __pipeline_wait_prior(n) lands
     every group but the n newest."""
     rows: list[dict] = []
@@ -62,10 +62,10 @@ def ring() -> Figure:
     groups_x = lane_x + 2 * lane_w + gap + 24
     f = Figure(820, top + rh * len(rows) + 70,
                "The two-stage ring of ring_column_sum_kernel, as one thread runs it",
-               f"tiles = {RING_TILES}. Time runs down. Tile k's copy goes to stage k mod 2 at "
-               "start_tile(k) and is in flight until the barrier after the wait that lands it; "
+               f"tiles = {RING_TILES}. Time runs down. Tile i's copy goes to stage i mod 2 at "
+               "start_tile(i) and is in flight until the barrier after the wait that lands it; "
                "it is summed between the two barriers, and the second barrier frees its stage "
-               "for tile k + 2. Right: the thread's committed groups at each "
+               "for tile i + 2. Right: the thread's committed groups at each "
                f"__pipeline_wait_prior({RING_WAIT}): every group but the newest has landed.")
     f.text(10, 14, f"ring_column_sum_kernel, one thread t, tiles = {RING_TILES}, "
            f"wait_count = {RING_WAIT}", size=SIZE_TITLE, weight="bold")
