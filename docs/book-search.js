@@ -11,7 +11,8 @@
  * A section matches when every word typed appears in its heading or text (as the start of a
  * word or inside one: "corr" finds "correction"). The sections where every word is a whole word
  * come first ("corr" before "correction"); within each of those two groups, those with every
- * word in the heading, then those with some, then the rest, each in reading order. Enter opens the chosen result (the first, until the
+ * word in the heading, then those with some, then the rest; within those, the sections that use
+ * the words most (up to 5 times each), then reading order. Enter opens the chosen result (the first, until the
  * arrows move the choice), Escape closes the list, a click outside it too.
  */
 var BookSearch = {
@@ -127,10 +128,17 @@ var BookSearch = {
       if (!all) continue;
       var tier = inHeading === words.length ? 0 : inHeading > 0 ? 1 : 2;
       var whole = BookSearch.wholeWords(s.low, words) === words.length ? 0 : 1;
-      found.push({ section: s, order: i, rank: [whole, tier] });
+      // How much the section is about the words: their occurrences, each word's count capped
+      // at 5 so one long list of mentions does not win over a section that explains the term.
+      var uses = 0;
+      for (var k = 0; k < words.length; ++k) {
+        uses += Math.min(5, s.low.split(words[k]).length - 1);
+      }
+      found.push({ section: s, order: i, rank: [whole, tier, -uses] });
     }
     found.sort(function (a, b) {
-      return a.rank[0] - b.rank[0] || a.rank[1] - b.rank[1] || a.order - b.order;
+      return a.rank[0] - b.rank[0] || a.rank[1] - b.rank[1] || a.rank[2] - b.rank[2] ||
+             a.order - b.order;
     });
     return found;
   },
