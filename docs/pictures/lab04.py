@@ -157,9 +157,11 @@ def pool_views() -> Figure:
 # ---- the step's write map and one request's read map ---------------------------------------------
 
 def write_read() -> Figure:
-    f = Figure(820, 390, "slot_mapping writes, block_table reads",
-               "The step's seven new rows are scattered into the pool through slot_mapping; "
-               "request B then reads its eleven keys through row 1 of block_table.")
+    f = Figure(820, 456, "slot_mapping writes, block_table reads",
+               "The step's seven new rows are scattered into the pool through slot_mapping: "
+               "A's row to slot 6, B's rows 1 to 3 to slots 25 to 27 in block 6, B's rows 4 to 6 "
+               "to slots 12 to 14 in block 3. Request B then reads its eleven keys through row 1 "
+               "of block_table, blocks 0, 6 and 3.")
     num_blocks = 7
     holder: dict[int, tuple[str, object, bool]] = {}
     new_rows = []
@@ -168,63 +170,103 @@ def write_read() -> Figure:
             holder[slot_of(blocks, p)] = (f"{name}{p}", h, p >= cached)
             if p >= cached:
                 new_rows.append((name, p, slot_of(blocks, p), h))
-    # The pool, one row per block.
-    px, py, cw, rh = 300, 60, 52, 30
-    f.text(px + 2 * cw, 22, "the pool (block_size 4)", size=SIZE, anchor="middle",
-           weight="bold")
 
-    def cell(b, o):
-        slot = b * BLOCK_SIZE + o
-        if slot in holder:
-            return holder[slot][0], holder[slot][1]
-        return "", FREE
-    pool = f.grid(px, py, num_blocks, BLOCK_SIZE, cw, rh, cell, size=SIZE_SMALL,
-                  col_labels=[f"row {o}" for o in range(BLOCK_SIZE)], label_size=SIZE_SMALL)
-    for b in range(num_blocks):
-        f.text(pool.right(BLOCK_SIZE - 1) + 8, pool.cy(b), f"block {b}", size=SIZE_SMALL,
+    # The pool, one row per block, the rows drawn apart: an arrow runs along the gap above the
+    # block it writes into and ends at a bracket over the cells it fills.
+    px, py, cw, rh, gap = 370, 62, 48, 28, 26
+    pitch = rh + gap
+
+    def top(b):
+        return py + b * pitch
+
+    def cy(b):
+        return top(b) + rh / 2
+    pool_right = px + BLOCK_SIZE * cw
+    f.text(px + BLOCK_SIZE * cw / 2, 22, "the pool (block_size 4)", size=SIZE, anchor="middle",
+           weight="bold")
+    for o in range(BLOCK_SIZE):
+        f.text(px + (o + 0.5) * cw, py - 9, f"row {o}", size=SIZE_SMALL, anchor="middle",
                fill=MUTED)
+    for b in range(num_blocks):
+        def cell(_, o, b=b):
+            slot = b * BLOCK_SIZE + o
+            if slot in holder:
+                return holder[slot][0], holder[slot][1]
+            return "", FREE
+        f.grid(px, top(b), 1, BLOCK_SIZE, cw, rh, cell, size=SIZE_SMALL)
+        f.text(px - 8, cy(b), f"block {b}", size=SIZE_SMALL, anchor="end", fill=MUTED)
     for slot, (_, _, new) in holder.items():
         if new:
             b, o = divmod(slot, BLOCK_SIZE)
-            f.rect(pool.left(o), pool.top(b), cw, rh, stroke=INK, sw=2.2)
+            f.rect(px + o * cw, top(b), cw, rh, stroke=INK, sw=2.2)
 
     # The step's new rows and their slots (the write map).
     f.text(10, 22, "new K/V rows → slot_mapping", size=SIZE, weight="bold")
+    lx, lw, sx, sw_, pitch_q = 10, 132, 148, 92, 36
     for i, (name, p, slot, h) in enumerate(new_rows):
-        y = py + i * 36
-        f.box(10, y, 150, 26, f"row {i}: {name} pos {p}", fill=h.fill, stroke=h.ink, rx=0,
+        y = py + i * pitch_q
+        f.box(lx, y, lw, 26, f"row {i}: {name} pos {p}", fill=h.fill, stroke=h.ink, rx=0,
               size=SIZE_SMALL, mono=True)
         b, o = divmod(slot, BLOCK_SIZE)
         # The slot spelled out as block · 4 + row, so the cell it names can be read off the
-        # pool without following the arrow into the grid.
-        f.box(166, y, 92, 26, f"{slot} = {b}·4+{o}", stroke=h.ink, rx=0, size=SIZE_SMALL,
+        # pool without following the arrow.
+        f.box(sx, y, sw_, 26, f"{slot} = {b}·4+{o}", stroke=h.ink, rx=0, size=SIZE_SMALL,
               mono=True)
-        # Each arrow ends at its own height, by its row in the block, so the arrows into one
-        # block stay apart.
-        f.arrow(258, y + 13, pool.left(0) - 2, pool.cy(b) + (o - 1.5) * 5, color=h.ink, bend=1)
-    f.text(10, py + len(new_rows) * 36 + 8, "(written by set_kv, before attention)",
+    # One arrow per run of consecutive slots: from the run's rows (a bracket beside their slot
+    # boxes when there are several) to a bracket over the cells the run fills.
+    runs: list[list[int]] = []
+    for i, (_, _, slot, _) in enumerate(new_rows):
+        if runs and new_rows[runs[-1][-1]][2] + 1 == slot:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    bx = sx + sw_
+    for run in runs:
+        h = new_rows[run[0]][3]
+        y1, y2 = py + run[0] * pitch_q + 13, py + run[-1] * pitch_q + 13
+        if len(run) > 1:
+            f.path(f"M{bx + 2:g},{y1 - 9:g} L{bx + 7:g},{y1 - 9:g} L{bx + 7:g},{y2 + 9:g} "
+                   f"L{bx + 2:g},{y2 + 9:g}", stroke=h.ink, sw=1.2)
+            x0 = bx + 7
+        else:
+            x0 = bx
+        y0 = (y1 + y2) / 2
+        b, o1 = divmod(new_rows[run[0]][2], BLOCK_SIZE)
+        o2 = new_rows[run[-1]][2] % BLOCK_SIZE
+        # The bracket over the run's cells, in the gap above the block.
+        xl, xr, t = px + o1 * cw + 3, px + (o2 + 1) * cw - 3, top(b)
+        f.path(f"M{xl:g},{t - 2:g} L{xl:g},{t - 7:g} L{xr:g},{t - 7:g} L{xr:g},{t - 2:g}",
+               stroke=h.ink, sw=1.2)
+        # The arrow: out of the rows, along the gap above the block (clear of the block labels,
+        # which sit level with the blocks), and down onto the bracket's middle.
+        xm, ya, turn = (xl + xr) / 2, t - 19, 300
+        f.path(f"M{x0:g},{y0:g} C{x0 + 40:g},{y0:g} {turn - 40:g},{ya:g} {turn:g},{ya:g} "
+               f"L{xm - 5:g},{ya:g} Q{xm:g},{ya:g} {xm:g},{ya + 5:g} L{xm:g},{t - 8:g}",
+               stroke=h.ink, arrow=True)
+    f.text(10, py + len(new_rows) * pitch_q + 8, "(written by set_kv, before attention)",
            size=SIZE_SMALL, fill=MUTED)
 
-    # Request B's read: its table row, then its keys in logical order.
+    # Request B's read: each entry of its table row level with the block it names, so the
+    # arrows run straight and apart; the entries' indices give the order of the keys.
     blocks, cached, new, h = BATCH["B"]
-    rx = 620
+    rx = 612
     f.text(rx, 22, "B reads: table row 1", size=SIZE, weight="bold")
+    f.text(rx, 42, "= [" + ", ".join(str(b) for b in blocks) + "]", size=SIZE_SMALL, mono=True)
     for j, b in enumerate(blocks):
-        y = py + 14 + j * 62
-        f.box(rx, y, 70, 26, f"[{j}] = {b}", fill=h.fill, stroke=h.ink, rx=0, size=SIZE_SMALL,
-              mono=True)
+        f.box(rx, cy(b) - 13, 70, 26, f"[{j}] = {b}", fill=h.fill, stroke=h.ink, rx=0,
+              size=SIZE_SMALL, mono=True)
         # From the table's entry to the block it names: the read map goes table -> pool.
-        f.arrow(rx - 2, y + 13, pool.right(BLOCK_SIZE - 1) + 54, pool.cy(b), color=h.ink,
-                dash="5 3", bend=1)
+        f.arrow(rx - 2, cy(b), pool_right + 4, cy(b), color=h.ink, dash="5 3")
         first, last = j * BLOCK_SIZE, min(cached + new, (j + 1) * BLOCK_SIZE) - 1
-        f.text(rx + 78, y + 13, f"keys {first}–{last}", size=SIZE_SMALL, fill=h.ink)
-    f.text(rx, py + 14 + 3 * 62 + 4, "seq_lens_kv[1] = 11:", size=SIZE_SMALL, fill=MUTED)
-    f.text(rx, py + 14 + 3 * 62 + 20, "block 3's row 3 is not read", size=SIZE_SMALL,
-           fill=MUTED)
-    f.legend(10, 372, [(REQUEST_A, "request A"), (REQUEST_B, "request B"),
-                       (FREE, "free")])
-    f.rect(300, 366, 12, 12, stroke=INK, sw=2.2)
-    f.text(317, 372, "written this step", size=SIZE_SMALL)
+        f.text(rx + 78, cy(b), f"keys {first}–{last}", size=SIZE_SMALL, fill=h.ink)
+    last_block = blocks[(cached + new - 1) // BLOCK_SIZE]
+    f.lines(rx, cy(last_block) + 48, ["seq_lens_kv[1] = 11:", f"block {last_block}'s row 3",
+                                      "is not read"], size=SIZE_SMALL, anchor="start",
+            fill=MUTED)
+    ly = top(num_blocks - 1) + rh + 26
+    f.legend(10, ly, [(REQUEST_A, "request A"), (REQUEST_B, "request B"), (FREE, "free")])
+    f.rect(300, ly - 6, 12, 12, stroke=INK, sw=2.2)
+    f.text(317, ly, "written this step", size=SIZE_SMALL)
     return f
 
 
