@@ -8,8 +8,8 @@
  * that assigns a global (a page opened from disk cannot fetch a file), loaded the first time
  * the box gets the focus.
  *
- * A section matches when every word typed appears in its heading or text (as the start of a
- * word or inside one: "corr" finds "correction"). The sections where every word is a whole word
+ * A section matches when every word typed begins a word of its heading or text ("corr" finds
+ * "correction", "lse" does not find "else"). The sections where every word is a whole word
  * come first ("corr" before "correction"); within each of those two groups, those with every
  * word in the heading, then those with some, then the rest; within those, the sections that use
  * the words most (up to 5 times each), then reading order. Enter opens the chosen result (the first, until the
@@ -115,15 +115,24 @@ var BookSearch = {
     return n;
   },
 
+  /** A word typed, as a pattern of the start of a word ("lse" is not found inside "else"; "map"
+   * is found in "slot_mapping", an underscore beginning a word). */
+  startOf: function (word) {
+    return new RegExp("(^|[^a-z0-9])" + BookSearch.escapeRegExp(word), "g");
+  },
+
   /** [{section, rank}] of the sections holding every word, best first. */
   match: function (words) {
     var sections = BookSearch.index.sections;
+    var starts = words.map(BookSearch.startOf);
     var found = [];
     for (var i = 0; i < sections.length; ++i) {
       var s = sections[i], all = true, inHeading = 0;
       for (var j = 0; j < words.length; ++j) {
-        if (s.low.indexOf(words[j]) < 0) { all = false; break; }
-        if (s.lowHeading.indexOf(words[j]) >= 0) ++inHeading;
+        starts[j].lastIndex = 0;
+        if (!starts[j].test(s.low)) { all = false; break; }
+        starts[j].lastIndex = 0;
+        if (starts[j].test(s.lowHeading)) ++inHeading;
       }
       if (!all) continue;
       var tier = inHeading === words.length ? 0 : inHeading > 0 ? 1 : 2;
@@ -132,7 +141,7 @@ var BookSearch = {
       // at 5 so one long list of mentions does not win over a section that explains the term.
       var uses = 0;
       for (var k = 0; k < words.length; ++k) {
-        uses += Math.min(5, s.low.split(words[k]).length - 1);
+        uses += Math.min(5, (s.low.match(starts[k]) || []).length);
       }
       found.push({ section: s, order: i, rank: [whole, tier, -uses] });
     }

@@ -111,7 +111,9 @@ class _Sections(HTMLParser):
             self.heading[0] = a["id"]
         elif tag == "img" and a.get("alt"):
             self._text(" " + a["alt"] + " ")
-        if tag in BLOCK:
+        if tag in ("td", "th"):   # table cells stay apart in a snippet
+            self._text(" · ")
+        elif tag in BLOCK:
             self._text(" ")
 
     def handle_startendtag(self, tag, attrs):
