@@ -30,7 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-# docs/mathjax-config.js's one macro, carried over: an identifier from the code in a formula,
+# The one macro the book's MathJax setup had, carried over: an identifier from the code in a formula,
 # \mathtt{warp\_idx}, is set as text (not as math in a typewriter font), so book.css can give it
 # the code spans' font and colour (.katex .texttt).
 MACROS = {r"\mathtt": r"\texttt{#1}"}

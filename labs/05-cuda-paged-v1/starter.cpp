@@ -124,13 +124,8 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
   //         seq_len hold 0 and never reach qk_max.
 
   // ---- Probe A (given): a probe launch stops here and hands the tests the logits ----------
-  // probe_stage is one value for the whole grid: every thread of a block takes the branch, or
-  // none does, so the barrier inside it is met by all of them.
-  if (probe_stage == Probe::kLogits) {
-    __syncthreads();  // TODO 2 wrote each logit from one thread; the copy reads them all
-    SIMT_DYNAMIC_SHARED(float, probed_row);
-    copy_row_to_probe(probe, probed_row, num_seq_blocks * BLOCK_SIZE,
-                      max_num_blocks_per_seq * BLOCK_SIZE);
+  if (probe_exit(Probe::kLogits, probe_stage, probe, num_seq_blocks * BLOCK_SIZE,
+                 max_num_blocks_per_seq * BLOCK_SIZE)) {
     return;
   }
 
@@ -142,13 +137,10 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v1_kernel(
   //         half of red_smem). Invariant after it: every thread may read every probability.
 
   // ---- Probe B (given): a probe launch stops here and hands the tests the probabilities ---
-  // Its own barrier, as at Probe A: the probe grades the values TODOs 3 and 4 compute, and
-  // with those TODOs still empty it reports wrong probabilities, not a race.
-  if (probe_stage == Probe::kProbabilities) {
-    __syncthreads();
-    SIMT_DYNAMIC_SHARED(float, probed_row);
-    copy_row_to_probe(probe, probed_row, num_seq_blocks * BLOCK_SIZE,
-                      max_num_blocks_per_seq * BLOCK_SIZE);
+  // Its own barrier, as at Probe A: with TODOs 3 and 4 still empty it reports wrong
+  // probabilities, not a race.
+  if (probe_exit(Probe::kProbabilities, probe_stage, probe, num_seq_blocks * BLOCK_SIZE,
+                 max_num_blocks_per_seq * BLOCK_SIZE)) {
     return;
   }
 

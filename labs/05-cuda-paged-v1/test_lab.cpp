@@ -432,9 +432,9 @@ std::vector<double> put_stale_rows(Problem& p) {
   return lead;
 }
 
-/// A probe's shape: float32, GQA 4/2, lengths 1, a block minus one, a block, a block plus one
-/// and several blocks per warp (every warp's first block is not its last).
-Config probe_config(int head_size, int block_size) {
+/// A shape of the probes: float32, GQA 4/2, lengths 1, a block minus one, a block, a block
+/// plus one and several blocks per warp (every warp's first block is not its last).
+Config float32_gqa_config(int head_size, int block_size) {
   Config c;
   c.dtype = DType::kFloat32;
   c.head_size = head_size;
@@ -447,7 +447,7 @@ Config probe_config(int head_size, int block_size) {
 
 /// The shapes both stage probes run: thread groups of 4, 2 and 1.
 std::vector<Config> stage_probe_configs() {
-  return {probe_config(64, 8), probe_config(128, 16), probe_config(256, 32)};
+  return {float32_gqa_config(64, 8), float32_gqa_config(128, 16), float32_gqa_config(256, 32)};
 }
 
 /// Runs the kernel up to `stage` on `p`: [num_seqs * num_heads, max_num_blocks_per_seq *
@@ -590,7 +590,7 @@ TEST_P(PagedAttentionV1, ProbeBProbabilitiesMatchTheHost) {
 std::vector<Config> weight_probe_configs() {
   std::vector<Config> configs;
   for (const auto& [head_size, block_size] : {std::pair{128, 8}, std::pair{256, 16}}) {
-    configs.push_back(probe_config(head_size, block_size));
+    configs.push_back(float32_gqa_config(head_size, block_size));
     configs.back().seq_lens.push_back(head_size);
   }
   return configs;
@@ -736,12 +736,7 @@ TEST_P(PagedAttentionV1, ConstantQueryLeavesOnlyTheKeysToRead) {
   // With k ~ N(0, 1) and scale 1/sqrt(head_size), the logits scale * 4 * sum_d k_t[d] spread
   // like N(0, 4^2), the same spread as the other tests'.
   for (const auto& [head_size, block_size] : {std::pair{128, 8}, std::pair{96, 16}}) {
-    Config c;
-    c.dtype = DType::kFloat32;
-    c.head_size = head_size;
-    c.block_size = block_size;
-    c.num_heads = 4;
-    c.num_kv_heads = 2;
+    Config c = float32_gqa_config(head_size, block_size);
     c.seq_lens = {1, block_size + 1, 9 * block_size + 5};
     SCOPED_TRACE(pa::testing::describe(c));
     Rng rng(951 + static_cast<std::uint64_t>(block_size));

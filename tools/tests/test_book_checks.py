@@ -304,11 +304,16 @@ class BookChecksTest(unittest.TestCase):
             self.assertIn(what, text)
 
 
-def _load_tidy():
-    spec = importlib.util.spec_from_file_location("tidy_html_under_test", ROOT / "docs" / "tidy_html.py")
+def _load_docs(name: str):
+    """docs/NAME.py, the book's build step under test, loaded from its file."""
+    spec = importlib.util.spec_from_file_location(f"{name}_under_test", ROOT / "docs" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _load_tidy():
+    return _load_docs("tidy_html")
 
 
 class TidyHtmlTest(unittest.TestCase):
@@ -1164,11 +1169,7 @@ class MathCheckTest(unittest.TestCase):
 
 
 def _load_render_math():
-    spec = importlib.util.spec_from_file_location("render_math_under_test",
-                                                  ROOT / "docs" / "render_math.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load_docs("render_math")
 
 
 def _katex_missing() -> str | None:
@@ -1410,11 +1411,7 @@ class FigureViewerInTheBrowserTest(BrowserTestCase):
 
 
 def _load_search_index():
-    spec = importlib.util.spec_from_file_location("search_index_under_test",
-                                                  ROOT / "docs" / "search_index.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load_docs("search_index")
 
 
 class SearchIndexTest(unittest.TestCase):
