@@ -109,15 +109,15 @@ var BookNav = {
   },
 
   /**
-   * The sidebar shows every chapter with its pages: "Chapters" is opened, and under it each
-   * chapter's entry, so its bench and its notes show indented under its title wherever the
-   * reader is; "Conventions" and "Appendices" are opened too, so Notation by lab and the
-   * Glossary, which every chapter's glance points to, are always in the sidebar. (Doxygen's tree
-   * opens only the branch of the page shown, so a chapter's bench and notes were in view only
-   * from inside it.) The tree is built after the page loads and Doxygen
-   * then opens the path to the page itself, so this waits for that (the page's entry marked, or
-   * on the front page the tree's root shown) and tries again until every entry is open, a few
-   * times at most, then gives up quietly; the page's own entry is then scrolled into view.
+   * The sidebar is a table of contents, not the whole tree: "Chapters" is opened, so every
+   * chapter's title shows, but only the chapter being read shows its pages (its lesson, bench,
+   * notes and measurements), which Doxygen opens as the path to the page; a reader sees some 20
+   * entries, not 40. "Conventions" and "Appendices" are opened too, so Notation by lab and the
+   * Glossary, which every chapter's glance points to, are always in the sidebar. The tree is
+   * built after the page loads and Doxygen then opens the path to the page itself, so this waits
+   * for that (the page's entry marked, or on the front page the tree's root shown) and tries
+   * again until those entries are open, a few times at most, then gives up quietly; the page's
+   * own entry is then scrolled into view.
    */
   openChapters: function (tries) {
     tries = tries || 0;
@@ -145,10 +145,7 @@ var BookNav = {
       done = open(chapters);
       var list = chapters.parentElement.querySelector(":scope > ul");
       var labs = list ? list.querySelectorAll(":scope > li > div.item") : [];
-      if (labs.length === 0) done = false;
-      for (var j = 0; j < labs.length; ++j) {
-        done = open(labs[j]) && done;
-      }
+      if (labs.length === 0) done = false;  // "Chapters" not yet unfolded
       for (var k = 0; k < others.length; ++k) {
         done = open(others[k]) && done;
       }

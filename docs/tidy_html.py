@@ -589,6 +589,64 @@ def _breakable_path(m: re.Match) -> str:
     return m.group(1) + name + m.group(3)
 
 
+GLOSSARY_PAGE = "glossary.html"
+GLOSSARY_ROW = re.compile(r'<tr class="markdownTableRow(?:Odd|Even)">\n'
+                          r'<td class="markdownTableBodyNone">(.*?)</td>', re.DOTALL)
+GLOSSARY_INTRO_END = re.compile(r'(<div class="textblock"><p\b.*?</p>\n)', re.DOTALL)
+
+
+def _term_key(cell: str) -> str:
+    """The words a term is filed under: its cell without tags, formulas or a leading symbol."""
+    words = re.sub(r"\\\(.*?\\\)", "", re.sub(r"<[^>]+>", "", cell))
+    words = re.sub(r"\(\s*\)", "", words).strip(" ,")
+    return re.sub(r"^[^A-Za-z0-9]+", "", words).lower()
+
+
+def glossary_index(name: str, text: str) -> str:
+    """Appendix B's terms in A to Z order, above its tables of terms by subject.
+
+    Every row of the glossary's tables gets an id (term-...), and the page opens with a row of
+    letters and, under each letter, its terms linking to their rows, so a reader who meets a word
+    finds it without knowing its subject. Raises ValueError when the glossary has no rows or no
+    opening paragraph to put the index after."""
+    if name != GLOSSARY_PAGE or 'id="glossary_az"' in text:
+        return text
+    entries: list[tuple[str, str, str]] = []
+    used: set[str] = set()
+
+    def mark(row: re.Match) -> str:
+        cell = row.group(1).strip()
+        key = _term_key(cell)
+        slug = "term-" + (re.sub(r"[^a-z0-9]+", "-", key).strip("-") or "x")
+        while slug in used:
+            slug += "-2"
+        used.add(slug)
+        entries.append((key, slug, cell))
+        return row.group(0).replace("<tr class=", f'<tr id="{slug}" class=', 1)
+
+    text = GLOSSARY_ROW.sub(mark, text)
+    if not entries:
+        raise ValueError(f"{name}: no glossary rows to index")
+    by_letter: dict[str, list[tuple[str, str, str]]] = {}
+    for key, slug, cell in sorted(entries):
+        letter = key[:1].upper() if key[:1].isalpha() else "#"
+        by_letter.setdefault(letter, []).append((key, slug, cell))
+    letters = ['<a href="#az-%s">%s</a>' % (c.lower(), c) if c in by_letter
+               else '<span class="book-az-none">%s</span>' % c
+               for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"]
+    rows = "".join('<dt id="az-%s">%s</dt><dd>%s</dd>\n' % (
+                       c.lower() if c != "#" else "digits", c,
+                       " · ".join('<a href="#%s">%s</a>' % (slug, cell) for _, slug, cell in terms))
+                   for c, terms in sorted(by_letter.items()))
+    block = ('<div class="book-az" id="glossary_az"><p class="book-az-letters">'
+             f'<span class="book-az-label">A to Z</span> {" ".join(letters)}</p>\n'
+             f'<dl class="book-az-list">\n{rows}</dl></div>\n')
+    placed, count = GLOSSARY_INTRO_END.subn(lambda m: m.group(1) + block, text, count=1)
+    if count != 1:
+        raise ValueError(f"{name}: no opening paragraph to put the A to Z index after")
+    return placed
+
+
 def tidy(text: str) -> str:
     text = TOC_ENTRY.sub(_breakable_path, text)
     text = TEST_NAME_CELL.sub(_breakable_name, text)  # before NOWRAP_CODE would claim the name
@@ -620,7 +678,8 @@ def main(argv: list[str]) -> int:
         chapters = {m.group(1): title.group(1).strip() for name, text in before.items()
                     if (m := re.fullmatch(r"lab_(\d\d)\.html", name))
                     and (title := PAGE_TITLE.search(text))}
-        led = {name: api_lead(name, text, documented, chapters) for name, text in before.items()}
+        led = {name: glossary_index(name, api_lead(name, text, documented, chapters))
+               for name, text in before.items()}
         numbered = number_tables(number_figures(number_all_formulas(
                                      {name: legible_figures(unlink_other_labs(name, tidy(text),
                                                                               headers),

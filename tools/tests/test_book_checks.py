@@ -334,6 +334,27 @@ class TidyHtmlTest(unittest.TestCase):
         plain = '<li class="level2"><a href="#z">The partial (TODO 3 to 5)</a>'
         self.assertEqual(self.tidy(plain), plain)
 
+    def test_the_glossary_opens_with_an_a_to_z_index_of_its_rows(self):
+        index = _load_tidy().glossary_index
+        row = ('<tr class="markdownTableRowOdd">\n<td class="markdownTableBodyNone">{}   </td>'
+               '<td class="markdownTableBodyNone">meaning</td></tr>\n')
+        page = ('<div class="textblock"><p >The words of the book.</p>\n<table>'
+                + row.format("slot") + row.format("<code>seq_len</code>")
+                + row.format("block size (\\(B\\))") + "</table>")
+        out = index("glossary.html", page)
+        # Every row gets an id, and the index links to it under its first letter, in A to Z order.
+        for slug in ("term-slot", "term-seq-len", "term-block-size"):
+            self.assertIn(f'<tr id="{slug}"', out)
+            self.assertIn(f'href="#{slug}"', out)
+        self.assertLess(out.index('href="#term-seq-len"'), out.index('href="#term-slot"'))
+        self.assertIn('<a href="#az-b">B</a>', out)
+        self.assertIn('<span class="book-az-none">C</span>', out)
+        self.assertLess(out.index("The words of the book."), out.index('id="glossary_az"'))
+        self.assertEqual(index("glossary.html", out), out)  # a second pass adds nothing
+        self.assertEqual(index("lab_01.html", page), page)  # other pages are left alone
+        with self.assertRaisesRegex(ValueError, "no glossary rows"):
+            index("glossary.html", '<div class="textblock"><p >Nothing.</p>\n')
+
     def test_no_space_between_a_bracket_and_a_formula(self):
         self.assertEqual(self.tidy("block size ( \\(B\\))"),
                          'block size <span class="book-nowrap">(\\(B\\))</span>')
