@@ -162,10 +162,13 @@ def _html_rows(rows: list[_Row], backends: dict[str, list[str]],
         if section:
             question = row.hint[:section.start()].strip()
             target = section.group(1)
-            if target in row_titles:
-                target += ' "' + row_titles[target].replace('"', "'") + '"'
+            # A section is marked §; a row of the notes' stumbles table (an \\anchor in a cell)
+            # is named as what it is, so the reader does not look for a heading.
+            link = (f'§&nbsp;\\ref {target}' if target not in row_titles else
+                    'the stumble “\\ref ' + target + ' "'
+                    + row_titles[target].replace('"', "'") + '"” in the notes')
             pins = (f'<span class="book-test-pins">{pins}</span>'
-                    + _hint(f"{question} →&nbsp;§&nbsp;\\ref {target}"))
+                    + _hint(f"{question} →&nbsp;{link}"))
         elif row.hint and row.hint not in ("—", "-"):
             pins = f'<span class="book-test-pins">{pins}</span>' + _hint(row.hint)
         cell = ' class="book-test-hinted"' if pins != row.pins else ""
@@ -374,12 +377,12 @@ def your_job(lines: list[str], lab: str, steps: list[dict]) -> str:
 
 def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
     """The lines of chapter `lab` ("05") cut into its pages, line for line. The lesson ends with
-    its own table of contents, and the bench page, `lab_NN_bench`, starts with a sentence that
-    names its lesson; all of it replaces the `## Files` heading line, with that heading written
-    as the \\section it stands for. The same at the `## Notes` heading after it: the notes page,
-    `lab_NN_review`, starts with a sentence that names the bench, and at the `## Measured` heading
-    after that: the measurements page, `lab_NN_measurements`, names the notes. The way on from a
-    page to the next is the sidebar's and the Previous / Next links' (docs/book-nav.js). A
+    its own table of contents, and the bench page, `lab_NN_bench`, starts with a line that names
+    the chapter and links its other pages; all of it replaces the `## Files` heading line, with
+    that heading written as the \\section it stands for. The same at the `## Notes` heading after
+    it (the notes page, `lab_NN_review`), at the `## Measured` heading after that (the
+    measurements page, `lab_NN_measurements`) and at a second lesson page's heading. The way on
+    from a page to the next is the sidebar's and the Previous / Next links' (docs/book-nav.js). A
     chapter without the `## Files` heading stays one page; one without the `## Notes` heading
     after it, two; one without the `## Measured` heading after that, three."""
     first = CHAPTER_TITLE.fullmatch(lines[0].rstrip("\n")) if lines else None
@@ -392,31 +395,39 @@ def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
     title = short_title(first.group(1))
     bench, notes = f"lab_{lab}_bench", f"lab_{lab}_review"
     lines = list(lines)
-    lesson = f'\\ref lab_{lab} "{title}"'
     part2 = next((k for k in range(1, i) if (m := PART2_START.fullmatch(lines[k].rstrip("\n")))
                   and m.group(2) == lab), None)
+    k = _find(lines, MEASURED_START, lab, j + 1) if j is not None else None
+    second = f"lab_{lab}_lesson2"
+    # The chapter's pages in the sidebar's order, each (page, its name in the strip).
+    pages = [(f"lab_{lab}", "lesson")]
+    if part2 is not None:
+        pages.append((second, "lesson, part 2"))
+    pages.append((bench, "at the bench"))
+    if j is not None:
+        pages.append((notes, "notes"))
+        if k is not None:
+            pages.append((f"lab_{lab}_measurements", "measurements"))
+
+    def strip(here: str) -> str:
+        """The line a chapter's later page opens with: the chapter's title, then its pages, this
+        one in bold and the others linked, so a reader sees where the page sits and goes to any
+        other in one click."""
+        names = " · ".join(f"<b>{name}</b>" if page == here else f'\\ref {page} "{name}"'
+                           for page, name in pages)
+        return f'<div class="book-bench-intro">{title}: {names}</div>'
+
     if part2 is not None:
         heading = PART2_START.fullmatch(lines[part2].rstrip("\n")).group(1)
-        second = f"lab_{lab}_lesson2"
-        intro = (f'<div class="book-bench-intro">Lab {lab}\'s lesson, continued from '
-                 f'{lesson}.</div>')
-        lines[part2] = page_break(second, part2_title(lab, heading), intro, f"lab_{lab}_part2",
-                                  heading)
-        intro = (f'<div class="book-bench-intro">Lab {lab} at the bench. Its lesson: {lesson} '
-                 f'and \\ref {second} "{heading}".</div>')
-    else:
-        intro = f'<div class="book-bench-intro">Lab {lab} at the bench. Its lesson: {lesson}.</div>'
-    lines[i] = page_break(bench, bench_title(lab), intro + job, f"lab_{lab}_files", "Files")
+        lines[part2] = page_break(second, part2_title(lab, heading), strip(second),
+                                  f"lab_{lab}_part2", heading)
+    lines[i] = page_break(bench, bench_title(lab), strip(bench) + job, f"lab_{lab}_files", "Files")
     if j is not None:
-        intro = (f'<div class="book-bench-intro">Lab {lab}\'s notes, after \\ref {bench} '
-                 f'"its bench" and its lesson, \\ref lab_{lab} "{title}".</div>')
-        lines[j] = page_break(notes, notes_title(lab), intro, f"lab_{lab}_notes", "Notes")
-        k = _find(lines, MEASURED_START, lab, j + 1)
+        lines[j] = page_break(notes, notes_title(lab), strip(notes), f"lab_{lab}_notes", "Notes")
         if k is not None:
-            intro = (f'<div class="book-bench-intro">What lab {lab}\'s code costs, measured; '
-                     f'after \\ref {notes} "its notes".</div>')
-            lines[k] = page_break(f"lab_{lab}_measurements", measured_title(lab), intro,
-                                  f"lab_{lab}_measured", "Measured")
+            lines[k] = page_break(f"lab_{lab}_measurements", measured_title(lab),
+                                  strip(f"lab_{lab}_measurements"), f"lab_{lab}_measured",
+                                  "Measured")
     return lines
 
 

@@ -903,14 +903,17 @@ class ChapterSplitTest(unittest.TestCase):
         self.assertEqual(out[notes + 1:measured], self.README[notes + 1:measured])
         self.assertEqual(out[measured + 1:], self.README[measured + 1:])
         # The lesson ends with its own contents (no box pointing on: the Previous / Next links
-        # do that), then the bench page starts, names its lesson, and opens with the Files
-        # section under its old id.
+        # do that), then the bench page starts with the chapter's strip of pages (its title,
+        # the other pages linked, this one in bold) and opens with the Files section under its
+        # old id.
         line = out[files]
         self.assertNotIn("book-way-on", line)
         self.assertNotIn("\\subpage", line)
         self._in_order(line, "\\tableofcontents",
                        "\\page lab_05_bench Lab 05: at the bench",
-                       '\\ref lab_05 "Lab 05 — The kernel"', "\\section lab_05_files Files")
+                       'Lab 05 — The kernel: \\ref lab_05 "lesson" · <b>at the bench</b> · '
+                       '\\ref lab_05_review "notes" · \\ref lab_05_measurements "measurements"',
+                       "\\section lab_05_files Files")
         self.assertTrue(line.endswith("\\section lab_05_files Files\n"), line)
         self.assertEqual(line.count("\n"), 1)  # the breaks inside are Doxygen's \ilinebr
         # The same at Notes: the bench ends with its contents, the notes page names the bench.
@@ -938,12 +941,12 @@ class ChapterSplitTest(unittest.TestCase):
         line = out[background + 2]
         self._in_order(line, "\\tableofcontents",
                        "\\page lab_05_lesson2 Lab 05: the Reductions",
-                       '\\ref lab_05 "Lab 05 — The kernel"',
+                       '\\ref lab_05 "lesson" · <b>lesson, part 2</b> · \\ref lab_05_bench',
                        "\\section lab_05_part2 The Reductions")
         self.assertEqual(line.count("\n"), 1)
         # The bench names both pages of the lesson; without the heading it names one.
         bench = out[readme.index("## Files {#lab_05_files}\n")]
-        self._in_order(bench, '\\ref lab_05 "', '\\ref lab_05_lesson2 "The Reductions"',
+        self._in_order(bench, '\\ref lab_05 "', '\\ref lab_05_lesson2 "lesson, part 2"',
                        "\\section lab_05_files")
         plain = self.filter_module().split_chapter(self.README, "05")
         self.assertNotIn("lab_05_lesson2", "".join(plain))
