@@ -111,7 +111,8 @@ def cascade() -> Figure:
           rx=0, size=SIZE_SMALL)
     f.text(px, py + 36, "one pass for q0 … q3 together", size=SIZE_SMALL, fill=SHARED.ink)
     f.text(px, py + 50, "(a matrix product)", size=SIZE_SMALL, fill=SHARED.ink)
-    mx, ry, bx, bw, bus = 772, 110, 648, 100, 638
+    # The outputs o0..o3 end some 10 units inside the right edge.
+    mx, ry, bx, bw, bus = 764, 110, 644, 100, 636
     f.line(px + prefix_w, py + 11, bus, py + 11, stroke=SHARED.ink)
     f.line(bus, py + 11, bus, ry + (requests - 1) * row - 10, stroke=SHARED.ink)
     for r in range(requests):
@@ -126,9 +127,9 @@ def cascade() -> Figure:
         f.text(mx, yc, "⊕", size=14, anchor="middle")
         f.arrow(bx + bw, yc - 10, mx - 12, yc - 3, color=SHARED.ink)
         f.arrow(bx + bw, yc + 10, mx - 12, yc + 3, color=h.ink)
-        f.arrow(mx + 13, yc, mx + 28, yc, color=STATE.ink)
-        f.text(mx + 31, yc, f"o{r}", size=SIZE, mono=True)
-    # On two lines, so that it ends clear of the bus at x = 638.
+        f.arrow(mx + 13, yc, mx + 26, yc, color=STATE.ink)
+        f.text(mx + 29, yc, f"o{r}", size=SIZE, mono=True)
+    # On two lines, so that it ends clear of the bus at x = 636.
     f.text(430, y0 + requests * row + 10, "n_pre + R · n_suf", size=SIZE_SMALL, fill=MUTED)
     f.text(430, y0 + requests * row + 24, "key rows read", size=SIZE_SMALL, fill=MUTED)
     # The benchmark's numbers (R = 8, n_pre = 512, n_suf = 64): the caption under the figure.

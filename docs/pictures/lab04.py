@@ -109,7 +109,7 @@ def pool_views() -> Figure:
 
     def flat(r, c):
         return "", hue(r // BLOCK_SIZE)
-    col_labels = [f"{h}·{d}" for h in range(H_KV) for d in range(D)]
+    col_labels = [f"{h},{d}" for h in range(H_KV) for d in range(D)]  # (h_kv, δ), as above
     g = f.grid(fx, fy, NUM_BLOCKS * BLOCK_SIZE, width, cw, ch, flat,
                row_labels=[f"slot {r}" for r in range(NUM_BLOCKS * BLOCK_SIZE)],
                col_labels=col_labels, label_size=label)

@@ -568,7 +568,8 @@ def run(args, impl: str, picked: list[Lab], with_bench: list[Lab], build: Path, 
     gpu = gpu_name()
     # The plots name the machine and the build, not the day: a figure in the book stays the
     # same figure until it is measured again. The date goes to the console and the data files.
-    built = f"{impl}s{', -march=native' if flags else ''}"
+    built = ({"solution": "reference solution", "starter": "your starter"}.get(impl, impl)
+             + (", -march=native" if flags else ""))
     where = f"{machine()}{f' + {gpu}' if gpu else ''} · {built}"
     repetitions = getattr(args, "repetitions", 1) or 1
     # The console shows each benchmark's aggregates (mean, median, stddev, cv); the JSON keeps
