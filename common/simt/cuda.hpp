@@ -7,6 +7,7 @@
 //   SIMT_DYNAMIC_SHARED(type, name);                                   instead of extern __shared__
 //   simt::DeviceBuffer<T>, simt::KernelError, simt::cuda_device_count(),
 //   simt::max_dynamic_shared_bytes(kernel), simt::set_max_dynamic_shared_bytes(kernel, bytes),
+//   simt::declare_static_shared_bytes(kernel, bytes) (the emulator cannot see __shared__ sizes),
 //   nvcuda::wmma (CUDA's <mma.h> under nvcc, the emulator's subset in emu/wmma.hpp), and the
 //   asynchronous copies __pipeline_memcpy_async / __pipeline_commit / __pipeline_wait_prior
 //   (CUDA's <cuda_pipeline.h> under nvcc, emu/pipeline.hpp here).

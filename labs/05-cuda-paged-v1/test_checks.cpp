@@ -207,5 +207,15 @@ TEST_P(SharedMemoryLimitChecks, RejectsAContextLongerThanSharedMemoryHolds) {
 }
 /// [test_context_limit]
 
+// The emulator leaves the kernel's static q_vecs and red_smem out of the dynamic shared memory,
+// as an H100 does, so it refuses the same contexts: 227 KiB less 288 bytes at float16, head size
+// 128, is 232,160 bytes of logits, 58,040 floats, 58,032 tokens in whole 16-token blocks (the
+// figure an H100 gave). Without the subtraction the emulator would allow 58,112.
+TEST(EmulatorSharedMemoryBound, IsAnH100s) {
+  EXPECT_EQ(v1_max_seq_len(Backend::kEmulator, DType::kFloat16, 128, 16), 58032);
+  // float32 keeps 512 bytes of query: (232,448 - 544) / 4 = 57,976 floats, 57,968 tokens.
+  EXPECT_EQ(v1_max_seq_len(Backend::kEmulator, DType::kFloat32, 128, 16), 57968);
+}
+
 }  // namespace
 }  // namespace pa::cuda_v1

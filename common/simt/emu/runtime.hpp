@@ -97,6 +97,12 @@ std::size_t dynamic_shared_limit(const void* kernel);
 /// Records that launches of `kernel` may use up to `bytes` of dynamic shared memory.
 void set_dynamic_shared_limit(const void* kernel, std::size_t bytes);
 
+/// The bytes of `kernel`'s static __shared__ arrays, as declared (0 if never declared).
+std::size_t static_shared_bytes(const void* kernel);
+
+/// Records the bytes of `kernel`'s static __shared__ arrays (declare_static_shared_bytes).
+void set_static_shared_bytes(const void* kernel, std::size_t bytes);
+
 /// Returns `bytes` of device memory of exactly that size (so that AddressSanitizer reports the
 /// first byte past it); nullptr for 0 bytes.
 void* device_allocate(std::size_t bytes);
@@ -169,11 +175,21 @@ void enqueue(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t dynam
 /// Nothing is ever queued on the emulator: every kernel has finished when enqueue returns.
 inline void synchronize() {}
 
-/// Returns the most dynamic shared memory `kernel` can opt in to (kMaxDynamicSharedOptIn).
+/// Returns the most dynamic shared memory `kernel` can opt in to: kMaxDynamicSharedOptIn less
+/// its static __shared__ arrays, as declared by declare_static_shared_bytes.
 template <class... Params>
 std::size_t max_dynamic_shared_bytes(void (*kernel)(Params...)) {
-  (void)kernel;
-  return kMaxDynamicSharedOptIn;
+  return kMaxDynamicSharedOptIn - detail::static_shared_bytes(detail::kernel_id(kernel));
+}
+
+/// Tells the emulator how many bytes `kernel`'s static __shared__ arrays take. A GPU counts them
+/// against the block's shared memory, so they come off what the kernel may opt in to; here each
+/// is a thread_local variable whose size the emulator cannot see. Without the declaration the
+/// emulator would grant the dynamic part the whole 227 KiB and accept launches a GPU refuses.
+/// Throws KernelError above 48 KiB, a GPU's cap on static shared memory.
+template <class... Params>
+void declare_static_shared_bytes(void (*kernel)(Params...), std::size_t bytes) {
+  detail::set_static_shared_bytes(detail::kernel_id(kernel), bytes);
 }
 
 /// Lets launches of `kernel` use up to `bytes` of dynamic shared memory (above the default

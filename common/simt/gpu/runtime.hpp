@@ -101,6 +101,14 @@ std::size_t max_dynamic_shared_bytes(void (*kernel)(Params...)) {
   return limit > attributes.sharedSizeBytes ? limit - attributes.sharedSizeBytes : 0;
 }
 
+/// The emulator's declaration of `kernel`'s static __shared__ bytes: nothing to do on a GPU,
+/// where the runtime knows them from the compiled kernel (max_dynamic_shared_bytes reads them).
+template <class... Params>
+void declare_static_shared_bytes(void (*kernel)(Params...), std::size_t bytes) {
+  (void)kernel;
+  (void)bytes;
+}
+
 /// Lets launches of `kernel` use up to `bytes` of dynamic shared memory (above the default
 /// 48 KiB); throws KernelError if the device refuses.
 template <class... Params>

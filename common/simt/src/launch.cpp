@@ -38,7 +38,7 @@ std::string dims(dim3 d) {
 
 // CUDA's limits for every current GPU; the launch fails up front, as cudaLaunchKernel does.
 void check_configuration(dim3 grid, dim3 block, std::size_t shared_bytes,
-                         std::size_t shared_limit) {
+                         std::size_t shared_limit, std::size_t shared_opt_in) {
   if (grid.x == 0 || grid.y == 0 || grid.z == 0)
     bad_launch("grid", "every dimension >= 1", dims(grid));
   if (grid.x > 2147483647u || grid.y > 65535u || grid.z > 65535u) {
@@ -59,7 +59,7 @@ void check_configuration(dim3 grid, dim3 block, std::size_t shared_bytes,
                "at most " + std::to_string(shared_limit) +
                    " for this kernel (more needs simt::set_max_dynamic_shared_bytes(kernel, bytes) "
                    "first, up to " +
-                   std::to_string(kMaxDynamicSharedOptIn) + ")",
+                   std::to_string(shared_opt_in) + ")",
                std::to_string(shared_bytes));
   }
 }
@@ -103,7 +103,8 @@ class Launching {
 
 struct SharedLimits {
   std::mutex mutex;
-  std::unordered_map<const void*, std::size_t> by_kernel;
+  std::unordered_map<const void*, std::size_t> by_kernel;         // the opted-in dynamic limit
+  std::unordered_map<const void*, std::size_t> static_by_kernel;  // declared __shared__ arrays
 };
 
 #if SIMT_HAS_ASAN
@@ -132,7 +133,8 @@ void run_grid(const KernelBody& body, const void* kernel, dim3 grid, dim3 block,
         "simt::launch: called from inside a kernel; the emulator has no dynamic "
         "parallelism");
   }
-  check_configuration(grid, block, dynamic_shared_bytes, dynamic_shared_limit(kernel));
+  check_configuration(grid, block, dynamic_shared_bytes, dynamic_shared_limit(kernel),
+                      kMaxDynamicSharedOptIn - static_shared_bytes(kernel));
   const LaunchSettings settings = launch_settings();
 #if SIMT_HAS_ASAN
   __sanitizer_set_death_callback(&name_the_running_thread);
@@ -174,18 +176,45 @@ void run_grid(const KernelBody& body, const void* kernel, dim3 grid, dim3 block,
   }
 }
 
+std::size_t static_shared_bytes(const void* kernel) {
+  SharedLimits& limits = shared_limits();
+  const std::lock_guard lock(limits.mutex);
+  const auto it = limits.static_by_kernel.find(kernel);
+  return it == limits.static_by_kernel.end() ? 0 : it->second;
+}
+
+void set_static_shared_bytes(const void* kernel, std::size_t bytes) {
+  // A GPU caps a block's static shared memory at the default 48 KiB; only dynamic memory opts in.
+  if (bytes > kDefaultDynamicSharedBytes) {
+    throw KernelError("simt::declare_static_shared_bytes: bytes — expected at most " +
+                      std::to_string(kDefaultDynamicSharedBytes) +
+                      " (static __shared__ arrays cannot opt in beyond 48 KiB), got " +
+                      std::to_string(bytes));
+  }
+  SharedLimits& limits = shared_limits();
+  const std::lock_guard lock(limits.mutex);
+  limits.static_by_kernel[kernel] = bytes;
+}
+
 std::size_t dynamic_shared_limit(const void* kernel) {
+  const std::size_t static_bytes = static_shared_bytes(kernel);
   SharedLimits& limits = shared_limits();
   const std::lock_guard lock(limits.mutex);
   const auto it = limits.by_kernel.find(kernel);
-  return it == limits.by_kernel.end() ? kDefaultDynamicSharedBytes : it->second;
+  return it == limits.by_kernel.end() ? kDefaultDynamicSharedBytes - static_bytes : it->second;
 }
 
 void set_dynamic_shared_limit(const void* kernel, std::size_t bytes) {
-  if (bytes > kMaxDynamicSharedOptIn) {
+  const std::size_t static_bytes = static_shared_bytes(kernel);
+  if (bytes > kMaxDynamicSharedOptIn - static_bytes) {
     throw KernelError("simt::set_max_dynamic_shared_bytes: bytes — expected at most " +
-                      std::to_string(kMaxDynamicSharedOptIn) + " on the emulator, got " +
-                      std::to_string(bytes));
+                      std::to_string(kMaxDynamicSharedOptIn - static_bytes) +
+                      " on the emulator" +
+                      (static_bytes > 0 ? " (227 KiB less the kernel's " +
+                                              std::to_string(static_bytes) +
+                                              " bytes of static shared memory)"
+                                        : std::string()) +
+                      ", got " + std::to_string(bytes));
   }
   SharedLimits& limits = shared_limits();
   const std::lock_guard lock(limits.mutex);

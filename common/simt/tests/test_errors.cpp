@@ -339,6 +339,31 @@ TEST(SimtErrors, DynamicSharedMemoryAboveTheDefaultNeedsTheOptIn) {
                     {"expected at most 232448"});
 }
 
+__global__ void static_and_dynamic_shared_kernel() {
+  __shared__ float partials[72];  // 288 bytes, declared to the emulator below
+  SIMT_DYNAMIC_SHARED(unsigned char, bytes);
+  partials[threadIdx.x] = 1.0f;
+  bytes[threadIdx.x] = static_cast<unsigned char>(partials[threadIdx.x]);
+}
+
+// A GPU counts a kernel's static __shared__ arrays against its shared memory, so the dynamic part
+// may opt in to 227 KiB less them; declared, the emulator refuses what an H100 refuses.
+TEST(SimtErrors, DeclaredStaticSharedMemoryComesOffTheDynamicLimit) {
+  const auto kernel = static_and_dynamic_shared_kernel;
+  simt::declare_static_shared_bytes(kernel, 288);
+  EXPECT_EQ(simt::max_dynamic_shared_bytes(kernel), simt::kMaxDynamicSharedOptIn - 288);
+  ExpectKernelError([&] { simt::launch(kernel, dim3(1), dim3(32), 48 * 1024); },
+                    {"dynamic_shared_bytes — expected at most 48864", "up to 232160", "got 49152"});
+  ExpectKernelError([&] { simt::set_max_dynamic_shared_bytes(kernel, 227 * 1024); },
+                    {"expected at most 232160", "less the kernel's 288 bytes of static shared",
+                     "got 232448"});
+  simt::set_max_dynamic_shared_bytes(kernel, 227 * 1024 - 288);
+  simt::launch(kernel, dim3(1), dim3(32), 227 * 1024 - 288);  // the whole remainder is allowed
+  ExpectKernelError([&] { simt::declare_static_shared_bytes(kernel, 64 * 1024); },
+                    {"simt::declare_static_shared_bytes: bytes — expected at most 49152",
+                     "got 65536"});
+}
+
 // ---- The watchdog --------------------------------------------------------------------------
 
 // Thread 0 spins until thread 1 raises a flag; under the forward schedule thread 1 never runs,

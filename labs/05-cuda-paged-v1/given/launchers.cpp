@@ -54,9 +54,20 @@ constexpr auto v1_kernel() {
                                     Config::block_size, kNumThreads>;
 }
 
-/// The dynamic shared memory this instantiation may use on this device, in bytes.
+/// The bytes of the kernel's static __shared__ arrays: q_vecs (one query row, HEAD_SIZE elements)
+/// and red_smem (2 * NUM_WARPS floats), as TODO 1 and the reductions declare them.
+template <class Config>
+constexpr std::size_t v1_static_shared_bytes() {
+  return Config::head_size * sizeof(typename Config::scalar_t) +
+         2 * (kNumThreads / kWarpSize) * sizeof(float);
+}
+
+/// The dynamic shared memory this instantiation may use on this device, in bytes: what the device
+/// lets a block opt in to, less the kernel's static arrays (which a GPU's runtime knows, and the
+/// emulator is told), so that both backends refuse the same contexts.
 template <class Config>
 std::size_t v1_shared_mem_limit() {
+  simt::declare_static_shared_bytes(v1_kernel<Config>(), v1_static_shared_bytes<Config>());
   return simt::max_dynamic_shared_bytes(v1_kernel<Config>());
 }
 
