@@ -212,12 +212,26 @@ class LabGrade:
         return sum(t.max_points for t in self.tests)
 
 
+def stumble_anchors(readme: str) -> set[str]:
+    """The anchors of a chapter's classic-stumbles rows (`\\anchor name **Title**` in a cell)."""
+    return set(re.findall(r"\\anchor\s+(\w+)\s+\*\*", readme))
+
+
+def where_to_read(readme: str, anchor: str) -> str:
+    """A hint's pointer in the student's terms: "§ Title" for a heading of the chapter, and for a
+    row of the notes' stumbles table, which has no heading to look for, "the stumble “Title” in
+    the notes" (the book's test table says the same)."""
+    title = section_titles(readme).get(anchor, anchor)
+    return (f"the stumble “{title}” in the notes" if anchor in stumble_anchors(readme)
+            else f"§ {title}")
+
+
 def hint_text(lab: Lab, row: Row | None, root: Path) -> str:
     if row is None or not row.hint:
         return ""
     readme = (lab.folder(root) / "README.md").read_text(encoding="utf-8")
     titles = section_titles(readme)
-    return f"{plain(row.hint, titles)} (§ {titles.get(row.section, row.section)})"
+    return f"{plain(row.hint, titles)} ({where_to_read(readme, row.section)})"
 
 
 class Progress:

@@ -147,6 +147,10 @@ class Chapters(unittest.TestCase):
         titles = grading.section_titles(readme)
         self.assertEqual(titles["lab_05_note_tail"], "The tail of the last block")
         self.assertEqual(titles["lab_05_notes"], "Notes")
+        # A hint names a stumble row as such (there is no heading "The tail of ..." to look for).
+        self.assertEqual(grading.where_to_read(readme, "lab_05_note_tail"),
+                         "the stumble “The tail of the last block” in the notes")
+        self.assertEqual(grading.where_to_read(readme, "lab_05_notes"), "§ Notes")
 
     def test_table_errors_name_the_line(self):
         bad = ROOT / "build" / "tools-unit" / "labs" / "02-online-softmax"
