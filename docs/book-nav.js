@@ -111,8 +111,8 @@ var BookNav = {
   /**
    * The sidebar is a table of contents, not the whole tree: "Chapters" is opened, so every
    * chapter's title shows, but only the chapter being read shows its pages (its lesson, bench,
-   * notes and measurements), which Doxygen opens as the path to the page; a reader sees some 20
-   * entries, not 40. "Conventions" and "Appendices" are opened too, so Notation by lab and the
+   * notes and measurements): Doxygen opens the path to a later page, and this opens the chapter's
+   * entry on its lesson page; a reader sees some 20 entries, not 40. "Conventions" and "Appendices" are opened too, so Notation by lab and the
    * Glossary, which every chapter's glance points to, are always in the sidebar. The tree is
    * built after the page loads and Doxygen then opens the path to the page itself, so this waits
    * for that (the page's entry marked, or on the front page the tree's root shown) and tries
@@ -146,6 +146,14 @@ var BookNav = {
       var list = chapters.parentElement.querySelector(":scope > ul");
       var labs = list ? list.querySelectorAll(":scope > li > div.item") : [];
       if (labs.length === 0) done = false;  // "Chapters" not yet unfolded
+      // On a chapter's own lesson page Doxygen marks its entry but leaves it closed: open it, so
+      // its later pages show under it as they do from any of them.
+      for (var j = 0; j < labs.length; ++j) {
+        var link = labs[j].querySelector("span.label a");
+        if (link && (link.getAttribute("href") || "").split("#")[0] === here) {
+          done = open(labs[j]) && done;
+        }
+      }
       for (var k = 0; k < others.length; ++k) {
         done = open(others[k]) && done;
       }

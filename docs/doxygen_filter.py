@@ -375,6 +375,9 @@ def your_job(lines: list[str], lab: str, steps: list[dict]) -> str:
             f'time.</li>{still}</ul></div>')
 
 
+SUBTITLE_START = '<div class="book-subtitle">'
+
+
 def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
     """The lines of chapter `lab` ("05") cut into its pages, line for line. The lesson ends with
     its own table of contents, and the bench page, `lab_NN_bench`, starts with a line that names
@@ -417,6 +420,11 @@ def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
                            for page, name in pages)
         return f'<div class="book-bench-intro">{title}: {names}</div>'
 
+    # The lesson's first page carries the strip too, on its subtitle's line (the line count
+    # stays the README's), so that its bench and notes are a click away from the start.
+    subtitle = next((n for n in range(1, min(i, 6)) if lines[n].startswith(SUBTITLE_START)), None)
+    if subtitle is not None:
+        lines[subtitle] = lines[subtitle].rstrip("\n") + strip(f"lab_{lab}") + "\n"
     if part2 is not None:
         heading = PART2_START.fullmatch(lines[part2].rstrip("\n")).group(1)
         lines[part2] = page_break(second, part2_title(lab, heading), strip(second),

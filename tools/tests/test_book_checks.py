@@ -932,6 +932,15 @@ class ChapterSplitTest(unittest.TestCase):
         self.assertTrue(line.endswith("\\section lab_05_measured Measured\n"), line)
         self.assertEqual(line.count("\n"), 1)
 
+    def test_the_lessons_first_page_has_the_strip_on_its_subtitles_line(self):
+        readme = list(self.README)
+        readme[1] = '<div class="book-subtitle">The kernel, in short</div>\n'
+        out = self.filter_module().split_chapter(readme, "05")
+        self.assertEqual(len(out), len(readme))
+        self._in_order(out[1], '<div class="book-subtitle">The kernel, in short</div>',
+                       'Lab 05 — The kernel: <b>lesson</b> · \\ref lab_05_bench "at the bench"')
+        self.assertTrue(out[1].endswith("</div>\n") and out[1].count("\n") == 1)
+
     def test_a_long_lesson_goes_on_on_a_second_page_at_its_part2_heading(self):
         readme = list(self.README)
         background = readme.index("## Background {#lab_05_background}\n")
