@@ -16,9 +16,9 @@ def threads() -> Figure:
     runs = array_split(NUM_PARTITIONS, NUM_THREADS)  # ranges per thread: 4, 3, 3
     owner = [t for t, r in enumerate(runs) for _ in range(r)]
     f = Figure(820, 372, "Partitions dealt to threads, folded in range order",
-               "37 keys in 10 ranges; thread 0 (the caller) computes ranges 0-3, thread 1 "
-               "ranges 4-6, thread 2 ranges 7-9; each writes its own entries; after the joins "
-               "the entries are merged left to right.")
+               "37 keys in 10 ranges; thread 0 computes ranges 0-3, thread 1 ranges 4-6, and "
+               "the calling thread itself ranges 7-9; each writes its own entries; "
+               "after the joins the entries are merged left to right.")
     kx, kw = 40, 20
     f.text(10, 14, f"{NUM_KEYS} keys in {NUM_PARTITIONS} ranges (array_split: "
            f"{', '.join(map(str, sizes))})", size=SIZE_TITLE, weight="bold")
@@ -42,7 +42,8 @@ def threads() -> Figure:
     for t, r in enumerate(runs):
         x0 = kx + first * slot_pitch
         x1 = kx + (first + r - 1) * slot_pitch + slot_w
-        name = "thread 0 (the caller)" if t == 0 else f"thread {t}"
+        # partitioned_attention runs the last run on the calling thread, which starts none.
+        name = "calling thread" if t == len(runs) - 1 else f"thread {t}"
         f.path(f"M{x0},{bracket_y - 6} L{x0},{bracket_y} L{x1},{bracket_y} L{x1},{bracket_y - 6}",
                stroke=hue(t).ink, sw=1.5)
         f.text((x0 + x1) / 2, bracket_y + 13, f"{name}: ranges {first}–{first + r - 1}",
