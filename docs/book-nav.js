@@ -112,8 +112,9 @@ var BookNav = {
    * The sidebar is a table of contents, not the whole tree: "Chapters" is opened, so every
    * chapter's title shows, but only the chapter being read shows its pages (its lesson, bench,
    * notes and measurements): Doxygen opens the path to a later page, and this opens the chapter's
-   * entry on its lesson page; a reader sees some 20 entries, not 40. "Conventions" and "Appendices" are opened too, so Notation by lab and the
-   * Glossary, which every chapter's glance points to, are always in the sidebar. The tree is
+   * entry on its lesson page; a reader sees some 20 entries, not 40. "Conventions" and
+   * "Appendices" are opened too, so Notation by lab and the Glossary, which every chapter's
+   * glance points to, are always in the sidebar. The tree is
    * built after the page loads and Doxygen then opens the path to the page itself, so this waits
    * for that (the page's entry marked, or on the front page the tree's root shown) and tries
    * again until those entries are open, a few times at most, then gives up quietly; the page's

@@ -422,7 +422,7 @@ def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
 
     # The lesson's first page carries the strip too, on its subtitle's line (the line count
     # stays the README's), so that its bench and notes are a click away from the start.
-    subtitle = next((n for n in range(1, min(i, 6)) if lines[n].startswith(SUBTITLE_START)), None)
+    subtitle = next((n for n in range(1, i) if lines[n].startswith(SUBTITLE_START)), None)
     if subtitle is not None:
         lines[subtitle] = lines[subtitle].rstrip("\n") + strip(f"lab_{lab}") + "\n"
     if part2 is not None:

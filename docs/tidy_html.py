@@ -634,9 +634,10 @@ def glossary_index(name: str, text: str) -> str:
     letters = ['<a href="#az-%s">%s</a>' % (c.lower(), c) if c in by_letter
                else '<span class="book-az-none">%s</span>' % c
                for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"]
-    rows = "".join('<dt id="az-%s">%s</dt><dd>%s</dd>\n' % (
-                       c.lower() if c != "#" else "digits", c,
-                       " · ".join('<a href="#%s">%s</a>' % (slug, cell) for _, slug, cell in terms))
+    def links(terms: list[tuple[str, str, str]]) -> str:
+        return " · ".join('<a href="#%s">%s</a>' % (slug, cell) for _, slug, cell in terms)
+    rows = "".join('<dt id="az-%s">%s</dt><dd>%s</dd>\n'
+                   % (c.lower() if c != "#" else "digits", c, links(terms))
                    for c, terms in sorted(by_letter.items()))
     block = ('<div class="book-az" id="glossary_az"><p class="book-az-letters">'
              f'<span class="book-az-label">A to Z</span> {" ".join(letters)}</p>\n'

@@ -73,8 +73,8 @@ struct DecodeConfig {
 
 /// [decode_tolerance]
 /// How far a decode kernel's output may sit from the reference (long double, rounded to float64):
-/// |out - ref| <= atol + rtol |ref|. Both sides start from the same rounded inputs, so only the kernel's float32
-/// arithmetic and the final rounding of `out` to the dtype remain.
+/// |out - ref| <= atol + rtol |ref|. Both sides start from the same rounded inputs, so only the
+/// kernel's float32 arithmetic and the final rounding of `out` to the dtype remain.
 struct DecodeTolerance {
   double atol;
   double rtol;

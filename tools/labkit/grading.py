@@ -83,11 +83,14 @@ class TableError(ValueError):
     pass
 
 
+# A row of a chapter's classic-stumbles table: `\\anchor name **Title**` in its first cell.
+STUMBLE_ROW = re.compile(r"\\anchor\s+(\w+)\s+\*\*(.*?)\*\*")
+
+
 def section_titles(readme: str) -> dict[str, str]:
     """Anchor -> heading text of every `## Heading {#anchor}` of a chapter, and -> the bold
     title of every table row that starts `\\anchor name **Title**` (the classic stumbles)."""
-    titles = {m.group(1): m.group(2)
-              for m in re.finditer(r"\\anchor\s+(\w+)\s+\*\*(.*?)\*\*", readme)}
+    titles = {m.group(1): m.group(2) for m in STUMBLE_ROW.finditer(readme)}
     titles.update((m.group(2), m.group(1).strip())
                   for m in re.finditer(r"^#+\s*(.*?)\s*\{#(\w+)\}\s*$", readme, re.M))
     return titles
@@ -214,7 +217,7 @@ class LabGrade:
 
 def stumble_anchors(readme: str) -> set[str]:
     """The anchors of a chapter's classic-stumbles rows (`\\anchor name **Title**` in a cell)."""
-    return set(re.findall(r"\\anchor\s+(\w+)\s+\*\*", readme))
+    return {m.group(1) for m in STUMBLE_ROW.finditer(readme)}
 
 
 def where_to_read(readme: str, anchor: str) -> str:

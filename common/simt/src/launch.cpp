@@ -187,8 +187,9 @@ void set_static_shared_bytes(const void* kernel, std::size_t bytes) {
   // A GPU caps a block's static shared memory at the default 48 KiB; only dynamic memory opts in.
   if (bytes > kDefaultDynamicSharedBytes) {
     throw KernelError("simt::declare_static_shared_bytes: bytes — expected at most " +
-                      std::to_string(kDefaultDynamicSharedBytes) +
-                      " (static __shared__ arrays cannot opt in beyond 48 KiB), got " +
+                      std::to_string(kDefaultDynamicSharedBytes) + " (static __shared__ arrays " +
+                      "cannot opt in beyond the default " +
+                      std::to_string(kDefaultDynamicSharedBytes / 1024) + " KiB), got " +
                       std::to_string(bytes));
   }
   SharedLimits& limits = shared_limits();
@@ -210,7 +211,8 @@ void set_dynamic_shared_limit(const void* kernel, std::size_t bytes) {
     throw KernelError("simt::set_max_dynamic_shared_bytes: bytes — expected at most " +
                       std::to_string(kMaxDynamicSharedOptIn - static_bytes) +
                       " on the emulator" +
-                      (static_bytes > 0 ? " (227 KiB less the kernel's " +
+                      (static_bytes > 0 ? " (" + std::to_string(kMaxDynamicSharedOptIn / 1024) +
+                                              " KiB less the kernel's " +
                                               std::to_string(static_bytes) +
                                               " bytes of static shared memory)"
                                         : std::string()) +

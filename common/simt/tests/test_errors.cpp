@@ -353,7 +353,8 @@ TEST(SimtErrors, DeclaredStaticSharedMemoryComesOffTheDynamicLimit) {
   simt::declare_static_shared_bytes(kernel, 288);
   EXPECT_EQ(simt::max_dynamic_shared_bytes(kernel), simt::kMaxDynamicSharedOptIn - 288);
   ExpectKernelError([&] { simt::launch(kernel, dim3(1), dim3(32), 48 * 1024); },
-                    {"dynamic_shared_bytes — expected at most 48864", "up to 232160", "got 49152"});
+                    {"dynamic_shared_bytes — expected at most 48864", "up to 232160",
+                     "got 49152"});
   ExpectKernelError([&] { simt::set_max_dynamic_shared_bytes(kernel, 227 * 1024); },
                     {"expected at most 232160", "less the kernel's 288 bytes of static shared",
                      "got 232448"});
