@@ -415,10 +415,11 @@ def split_chapter(lines: list[str], lab: str, job: str = "") -> list[str]:
     def strip(here: str) -> str:
         """The line a chapter's later page opens with: the chapter's title, then its pages, this
         one in bold and the others linked, so a reader sees where the page sits and goes to any
-        other in one click."""
+        other in one click; last, a link to the chapter's own table of symbols."""
         names = " · ".join(f"<b>{name}</b>" if page == here else f'\\ref {page} "{name}"'
                            for page, name in pages)
-        return f'<div class="book-bench-intro">{title}: {names}</div>'
+        symbols = f'<span class="book-strip-symbols">\\ref notation_lab{lab} "symbols"</span>'
+        return f'<div class="book-bench-intro">{title}: {names}{symbols}</div>'
 
     # The lesson's first page carries the strip too, on its subtitle's line (the line count
     # stays the README's), so that its bench and notes are a click away from the start.

@@ -938,7 +938,8 @@ class ChapterSplitTest(unittest.TestCase):
         out = self.filter_module().split_chapter(readme, "05")
         self.assertEqual(len(out), len(readme))
         self._in_order(out[1], '<div class="book-subtitle">The kernel, in short</div>',
-                       'Lab 05 — The kernel: <b>lesson</b> · \\ref lab_05_bench "at the bench"')
+                       'Lab 05 — The kernel: <b>lesson</b> · \\ref lab_05_bench "at the bench"',
+                       '\\ref notation_lab05 "symbols"')
         self.assertTrue(out[1].endswith("</div>\n") and out[1].count("\n") == 1)
 
     def test_a_long_lesson_goes_on_on_a_second_page_at_its_part2_heading(self):
