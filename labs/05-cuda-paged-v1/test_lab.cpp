@@ -434,20 +434,25 @@ std::vector<double> put_stale_rows(Problem& p) {
 
 /// A shape of the probes: float32, GQA 4/2, lengths 1, a block minus one, a block, a block
 /// plus one and several blocks per warp (every warp's first block is not its last).
-Config float32_gqa_config(int head_size, int block_size) {
+Config float32_gqa_config(int head_size, int block_size, int num_heads = 4,
+                          int num_kv_heads = 2) {
   Config c;
   c.dtype = DType::kFloat32;
   c.head_size = head_size;
   c.block_size = block_size;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
+  c.num_heads = num_heads;
+  c.num_kv_heads = num_kv_heads;
   c.seq_lens = {1, block_size - 1, block_size, block_size + 1, 9 * block_size + 5};
   return c;
 }
 
-/// The shapes both stage probes run: thread groups of 4, 2 and 1.
+/// The shapes both stage probes run: thread groups of 4, 2 and 1. The middle one has 6 query
+/// heads over 3 kv heads, where the group size (2) differs from num_kv_heads (3): a kv-head map
+/// that divides by num_kv_heads then stays inside the cache and reads the wrong head, so Probe A
+/// names TODO 0 instead of a later test reporting an overrun at the key load of TODO 2.
 std::vector<Config> stage_probe_configs() {
-  return {float32_gqa_config(64, 8), float32_gqa_config(128, 16), float32_gqa_config(256, 32)};
+  return {float32_gqa_config(64, 8), float32_gqa_config(128, 16, 6, 3),
+          float32_gqa_config(256, 32)};
 }
 
 /// Runs the kernel up to `stage` on `p`: [num_seqs * num_heads, max_num_blocks_per_seq *

