@@ -448,9 +448,13 @@ def checker_hint(lab: Lab, detail: str, root: Path = ROOT) -> str:
                     readme = (lab.folder(root) / "README.md").read_text(encoding="utf-8")
                     section = section_titles(readme).get(f"lab_{lab.number}_implement",
                                                          "What to implement")
+                    # An overrun is one access whose index is wrong, often from a value an
+                    # earlier step computed; a race is two accesses that no barrier orders.
+                    question = ("which of the indices in this access runs past the buffer, and "
+                                "which step computed it?" if "out of bounds" in detail else
+                                "which barrier orders the two accesses the report names?")
                     return (f"{name}:{line} lies in {m.group(1).rstrip('.:')} ({m.group(2)}): "
-                            f"which barrier orders, or which bound guards, the two accesses the "
-                            f"report names? (§ {section})")
+                            f"{question} (§ {section})")
             return ""
     return ""
 

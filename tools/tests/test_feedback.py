@@ -255,6 +255,14 @@ class CheckerFindings(unittest.TestCase):
             # orders them is missing after the earlier one, in the step that writes.
             self.assertIn("starter.cpp:4 lies in TODO 2 (The scores, then a barrier)", hint)
             self.assertIn("(§ What to implement)", hint)
+            self.assertIn("which barrier orders the two accesses", hint)
+            # An overrun is one access: the question is about its indices, not a barrier.
+            overrun = grading.checker_hint(
+                LAB, "simt: out of bounds in k, block (1, 0, 0): thread 3 (warp 0, lane 3) reads 4 "
+                "bytes at starter.cpp:5, 8 bytes past the end of key_cache (64 bytes)", root)
+            self.assertIn("starter.cpp:5 lies in TODO 2", overrun)
+            self.assertIn("which of the indices in this access runs past the buffer", overrun)
+            self.assertNotIn("which barrier", overrun)
             self.assertEqual(grading.checker_hint(LAB, "simt: race in k at other.cpp:3", root), "")
 
     def test_a_function_of_one_step_has_an_unnumbered_todo(self):
