@@ -125,9 +125,9 @@ def pool_views() -> Figure:
     # level with the first of its blocks in the flat view, so slot 9 and row 1 of block 2 line up.
     tw = 24  # a cell of the block view: no column labels to hold, so narrower than the flat view's
     tile_w = width * tw + 14
-    gap = 48
-    bx = 810 - 2 * tile_w - gap
-    f.text(400, 14, "block view: [4 blocks, 4 rows, H_kv = 2, d = 3]",
+    gap = 44
+    bx = 798 - 2 * tile_w - gap  # the tiles' titles are wider than a tile: room right of it
+    f.text(386, 14, "block view: [4 blocks, 4 rows, H_kv = 2, d = 3]",
            size=SIZE, weight="bold", mono=True)
     for b in range(NUM_BLOCKS):
         tx = bx + (b % 2) * (tile_w + gap)
