@@ -142,25 +142,25 @@ SUB = "₀₁₂₃₄₅₆₇₈₉"  # subscript digits: the index of a parti
 
 def merge_tree() -> Figure:
     sizes = array_split(10, 4)  # 3, 3, 2, 2
-    f = Figure(820, 200, "Ten keys in four partitions, merged as a tree",
+    f = Figure(820, 208, "Ten keys in four partitions, merged as a tree",
                "Each partition is summarised by attend_partial; pairs of summaries merge, the "
                "root is divided once.")
     leaf_w, gap, y_leaf = 150, 50, 20
     xs = [40 + i * (leaf_w + gap) for i in range(4)]
     start = 0
     for i, n in enumerate(sizes):
-        f.box(xs[i], y_leaf, leaf_w, 52,
+        f.box(xs[i], y_leaf, leaf_w, 58,
               [f"keys {start}–{start + n - 1}", "attend_partial", f"(m{SUB[i]}, denom{SUB[i]}, acc{SUB[i]})"],
               fill=hue(i).fill, stroke=hue(i).ink, size=SIZE_SMALL)
         start += n
     centre = [x + leaf_w / 2 for x in xs]
     mids = [(centre[0] + centre[1]) / 2, (centre[2] + centre[3]) / 2]
-    y_mid, y_root = 120, 170
+    y_mid, y_root = 127, 178
     for k, m in enumerate(mids):
         f.rect(m - 15, y_mid - 15, 30, 30, fill=STATE.fill, stroke=STATE.ink, rx=15)
         f.text(m, y_mid, "⊕", size=16, anchor="middle")
         for leaf in (2 * k, 2 * k + 1):
-            f.arrow(centre[leaf], y_leaf + 53, m + (-8 if leaf % 2 == 0 else 8), y_mid - 16,
+            f.arrow(centre[leaf], y_leaf + 59, m + (-8 if leaf % 2 == 0 else 8), y_mid - 16,
                     color=hue(leaf).ink)
     root = (mids[0] + mids[1]) / 2
     f.rect(root - 15, y_root - 15, 30, 30, fill=STATE.fill, stroke=STATE.ink, rx=15)
@@ -168,7 +168,7 @@ def merge_tree() -> Figure:
     for m in mids:
         f.arrow(m, y_mid + 16, root + (-10 if m < root else 10), y_root - 16, color=STATE.ink)
     f.arrow(root + 16, y_root, root + 90, y_root, color=STATE.ink)
-    f.box(root + 92, y_root - 16, 130, 32, "out = acc / denom", fill="#ffffff", stroke=INK,
+    f.box(root + 92, y_root - 16, 150, 32, "out = acc / denom", fill="#ffffff", stroke=INK,
           size=SIZE_SMALL)
     return f
 
