@@ -559,7 +559,7 @@ def banks() -> Figure:
 # ---- the H100 measurements ------------------------------------------------------------------------
 
 def gpu() -> Figure:
-    ROW = 39  # one batch: its two label lines, v1's bar and FlashAttention's
+    ROW = 42  # one batch: its two label lines, v1's bar and FlashAttention's
     v1 = h100.lab05_v1()
     torch = h100.torch_sdpa()
     order = sorted(v1, key=lambda s: -v1[s])
@@ -567,13 +567,13 @@ def gpu() -> Figure:
                "GB/s of K and V each call must read, for seven decode batches (float16, head "
                "size 128, block size 16), against FlashAttention through PyTorch and a plain "
                "read of the same bytes.")
-    x0 = 250
+    x0 = h100.BARS_X
     scale = h100.gbps_scale(f, x0, 540, 44 + ROW * len(order))
     for i, shape in enumerate(order):
         seqs, tokens, heads, kv = shape
         y = 44 + ROW * i
-        f.text(10, y + 10, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
-        f.text(10, y + 25, f"grid: {heads * seqs:,} thread blocks", size=SIZE_SMALL, fill=MUTED)
+        f.text(10, y + 9, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
+        f.text(10, y + 27, f"grid: {heads * seqs:,} thread blocks", size=SIZE_SMALL, fill=MUTED)
         row = torch.get(shape)
         read_x = x0 + row["read_sum_GBps"] * scale if row else None
 
@@ -587,11 +587,11 @@ def gpu() -> Figure:
                fill=WARPS[0].ink, weight="bold")
         if row:
             flash = row["sdpa_flash_GBps"]
-            f.rect(x0, y + 19, flash * scale, 12, fill=WARPS[2].fill, stroke=WARPS[2].ink, sw=1)
+            f.rect(x0, y + 20, flash * scale, 13, fill=WARPS[2].fill, stroke=WARPS[2].ink, sw=1)
             label = f"{flash:,.0f}"
-            f.text(clear(x0 + flash * scale + 5, label), y + 25, label, size=SIZE_SMALL,
+            f.text(clear(x0 + flash * scale + 5, label), y + 26.5, label, size=SIZE_SMALL,
                    fill=WARPS[2].ink)
-            f.line(read_x, y, read_x, y + 34, stroke=INK, sw=2)
+            f.line(read_x, y, read_x, y + 35, stroke=INK, sw=2)
     y = 60 + ROW * len(order)
     end = f.legend(10, y, [(WARPS[0], "lab 05's v1 (lab05_bench)"),
                            (WARPS[2], "FlashAttention via PyTorch, contiguous")])
