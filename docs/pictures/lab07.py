@@ -75,7 +75,7 @@ def layouts() -> Figure:
     # A toy block: 4 tokens, 2 kv heads, head_size 16, float16 (x = 8: one cell = 16 bytes).
     tokens, heads, dims, x = 4, 2, 16, 8
     chunks = dims // x
-    cell_w, cell_h = 47, 34
+    cell_w, cell_h = 50, 34  # "δ8-15" in mono at 14 px is 42 px
     f = Figure(820, 336, "One cache block in vLLM's two layouts",
                "A toy block of 4 tokens, 2 kv heads, head_size 16, float16; each cell is 16 "
                "bytes (8 elements), labelled with its token and dimensions and coloured by its kv "
@@ -89,7 +89,7 @@ def layouts() -> Figure:
     def colour(h, t):
         return hue(h).fill  # by kv head only: the labels say the token
 
-    x0 = 26
+    x0 = 10
     # V0: key_cache[block] = [heads, chunks, tokens, x]
     f.text(10, 14, "V0 (labs 05, 06): key_cache[block] is [num_kv_heads, head_size / x, "
            "block_size, x]", size=SIZE, weight="bold", mono=False)
@@ -99,13 +99,14 @@ def layouts() -> Figure:
                          colour(order_v0[i][0], order_v0[i][2])), size=SIZE_SMALL)
     half = tokens * chunks * cell_w
     f.brace(x0, x0 + half, 34 + cell_h + 2, "kv head 0: one contiguous run")
-    f.lines(x0 + half + 12, 34 + cell_h + 16, ["(V0's value cache is transposed:",
+    f.lines(x0 + half + 12, 34 + cell_h + 23, ["(V0's value cache is transposed:",
                                                 "[heads, head_size, block_size])"],
             size=SIZE_SMALL, anchor="start", fill=MUTED)
     # Flash: cache[block] = [tokens, heads, dims]
-    y1 = 130
-    f.text(10, y1 - 20, "V1 flash (this lab): key_cache[block], value_cache[block] = "
-           "[block_size, num_kv_heads, head_size]", size=SIZE, weight="bold")
+    y1 = 160  # under the title's two lines
+    f.text(10, y1 - 38, "V1 flash (this lab): key_cache[block], value_cache[block] =", size=SIZE,
+           weight="bold")
+    f.text(10, y1 - 20, "[block_size, num_kv_heads, head_size]", size=SIZE, weight="bold")
     order_fl = [(t, h, c) for t in range(tokens) for h in range(heads) for c in range(chunks)]
     g = f.grid(x0, y1, 1, len(order_fl), cell_w, cell_h,
                lambda r, i: (cell_label(order_fl[i][0], order_fl[i][1], order_fl[i][2]),
@@ -115,20 +116,20 @@ def layouts() -> Figure:
         f.brace(a + 2, a + heads * chunks * cell_w - 2, y1 + cell_h + 2,
                 f"token {t}: {heads} heads")
     # What kv head 0's thread block reads.
-    y2 = y1 + cell_h + 44
+    y2 = y1 + cell_h + 48
     f.text(10, y2, "the rows kv head 0's thread block loads from this block:", size=SIZE_SMALL,
            weight="bold")
     f.legend(500, y2, [(hue(h), f"kv head {h}") for h in range(heads)])
     for t in range(tokens):
         a = g.left(t * heads * chunks)
-        f.rect(a, y2 + 12, chunks * cell_w, 18, fill=hue(0).fill, stroke=hue(0).ink, sw=1)
-        f.text(a + chunks * cell_w / 2, y2 + 21, f"row t{t}: {dims * 2} B", size=SIZE_SMALL,
+        f.rect(a, y2 + 14, chunks * cell_w, 22, fill=hue(0).fill, stroke=hue(0).ink, sw=1)
+        f.text(a + chunks * cell_w / 2, y2 + 25, f"row t{t}: {dims * 2} B", size=SIZE_SMALL,
                anchor="middle")
         if t + 1 < tokens:
-            f.arrow(a + chunks * cell_w + 4, y2 + 21, g.left((t + 1) * heads * chunks) - 4,
-                    y2 + 21, color=MUTED, sw=1)
+            f.arrow(a + chunks * cell_w + 4, y2 + 25, g.left((t + 1) * heads * chunks) - 4,
+                    y2 + 25, color=MUTED, sw=1)
     # What a row costs to load, the token stride and how vLLM allocates K and V: the caption.
-    f.height = y2 + 40
+    f.height = y2 + 44
     return f
 
 
@@ -136,8 +137,8 @@ def layouts() -> Figure:
 
 def _tile(f, x, y, rows, cols, cw, ch, name, shape, owner, label, row_labels=None):
     """A matrix drawn as 16x16 wmma tiles: owner(r, c) -> warp (or None), label(r, c) -> text."""
-    f.text(x, y - 24, name, size=SIZE, weight="bold", mono=True)
-    f.text(x, y - 10, shape, size=SIZE_SMALL, fill=MUTED, mono=True)
+    f.text(x, y - 28, name, size=SIZE, weight="bold", mono=True)
+    f.text(x, y - 11, shape, size=SIZE_SMALL, fill=MUTED, mono=True)
 
     def cell(r, c):
         w = owner(r, c)
@@ -156,14 +157,16 @@ def tiles() -> Figure:
                "weight tile (tiles.p).")
     qk_steps = HEAD_SIZE // WMMA
     o_tiles = HEAD_SIZE // WMMA // NUM_WARPS
-    cw, ch, hh = 26, 30, 20
+    # Q and V's cells hold "a0" or nothing: narrow; K, S and W's hold "t48+": 40 px and more.
+    # The matrices start right of the row labels ("rows 0-7: heads", 122 px at 14 px).
+    cw, ch, hh, left = 24, 30, 20, 138
     groups = ["rows 0-7: heads", "rows 8-15: 0"]
     f.legend(10, 12, [(WARPS[w], f"warp {w}") for w in range(NUM_WARPS)] +
              [(FREE, "read by every warp"), (POISON, "padding rows 8-15")])
     # Q · Kᵀ = S: Q's column slice a meets Kᵀ's row slice a in mma step a (dimensions 16a …
     # 16a + 15); Kᵀ's column slice w is warp w's. Steps are numbered, not named k: k is a key.
     y = 74
-    qg = _tile(f, 116, y, 2, qk_steps, cw, hh, "Q (q tile)", f"[16, {HEAD_SIZE}] 16-bit",
+    qg = _tile(f, left, y, 2, qk_steps, cw, hh, "Q (q tile)", f"[16, {HEAD_SIZE}] 16-bit",
                lambda r, c: None, lambda r, c: f"a{c}" if r == 0 else "", row_labels=groups)
     f.rect(qg.x, qg.y + hh, qg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
     f.lines(10, qg.y + qg.height + 24, ["a0-a7: mma step a of every warp,",
@@ -171,13 +174,13 @@ def tiles() -> Figure:
             size=SIZE_SMALL, anchor="start", fill=MUTED)
     f.text(qg.x + qg.width + 14, y + hh, "·", size=22, anchor="middle")
     kx = qg.x + qg.width + 30
-    kg = _tile(f, kx, y, qk_steps, NUM_WARPS, 44, 20, "K^{T} (key tile, col_major)",
+    kg = _tile(f, kx, y, qk_steps, NUM_WARPS, 40, 20, "K^{T} (key tile, col_major)",
                f"[{HEAD_SIZE}, 64 tokens] 16-bit", lambda r, c: c, lambda r, c: f"a{r}")
     for w in range(NUM_WARPS):
         f.text(kg.cx(w), kg.y + kg.height + 10, f"t{16 * w}+", size=SIZE_SMALL,
                anchor="middle", fill=MUTED, mono=True)
-    f.text(kg.x + kg.width + 14, y + hh, "=", size=18, anchor="middle")
-    sx = kg.x + kg.width + 30
+    sx = kx + 240  # clear of K^{T}'s title, which is wider than its tile
+    f.text((kg.x + kg.width + sx) / 2, y + hh, "=", size=18, anchor="middle")
     sg = _tile(f, sx, y, 2, NUM_WARPS, 44, hh, "S (scores)", "[16, 64] float",
                lambda r, c: c, lambda r, c: f"t{16 * c}+" if r == 0 else "")
     # Rows 8-15 of S are Q's zero rows times Kᵀ: padding, shaded as Q's are.
@@ -197,12 +200,12 @@ def tiles() -> Figure:
     y3 = rg.y + rg.height + 74
     # The padding rows of W are not 0: a zero query scores 0 on every key, so its weights are
     # e^0 = 1 on the real tokens; they are computed and never written out.
-    pg = _tile(f, 116, y3, 2, NUM_WARPS, 44, hh, "W (tiles.p)", "[16, 64] 16-bit",
+    pg = _tile(f, left, y3, 2, NUM_WARPS, 42, hh, "W (tiles.p)", "[16, 64] 16-bit",
                lambda r, c: None, lambda r, c: f"t{16 * c}+" if r == 0 else "",
                row_labels=["rows 0-7: heads", "rows 8-15: pad"])
     f.rect(pg.x, pg.y + hh, pg.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
     f.text(pg.x + pg.width + 14, y3 + hh, "·", size=22, anchor="middle")
-    vx = pg.x + pg.width + 60
+    vx = pg.x + pg.width + 62
     vg = _tile(f, vx, y3, NUM_WARPS, qk_steps, cw, ch, "V (value tile)",
                f"[64 tokens, {HEAD_SIZE}] 16-bit", lambda r, c: c // o_tiles, lambda r, c: "")
     for w in range(NUM_WARPS):
@@ -210,7 +213,7 @@ def tiles() -> Figure:
                mono=True)
     f.text(vg.x + vg.width + 14, y3 + hh, "=", size=18, anchor="middle")
     ox = vg.x + vg.width + 30
-    og = _tile(f, ox, y3, 2, qk_steps, 26, hh, "acc (tiles.o)", f"[16, {HEAD_SIZE}] float",
+    og = _tile(f, ox, y3, 2, qk_steps, 27, hh, "acc (tiles.o)", f"[16, {HEAD_SIZE}] float",
                lambda r, c: c // o_tiles, lambda r, c: "")
     f.rect(og.x, og.y + hh, og.width, hh, fill=POISON.fill, stroke=RULE, sw=1)
     for w in range(NUM_WARPS):
@@ -336,7 +339,7 @@ def commit_groups() -> Figure:
     def row(y: float, step: str, target: tuple[int, str], n: int) -> float:
         """The queue as step `step` sees it: `target` must land; the n newest may be in flight."""
         f.text(x0, y, step, size=SIZE, weight="bold")
-        y += 16
+        y += 24  # the brace's label a line below the step's, clear of it
         first_free = len(groups) - n  # groups at or after this index may still be in flight
         tgt = groups.index(target)
         f.brace(gx_of(first_free) + 2, gx_of(len(groups)) - 2, y + 10,
