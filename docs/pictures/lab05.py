@@ -769,16 +769,16 @@ def occupancy() -> Figure:
                f"too few for another block.")
     f.text(10, 14, f"1. One SM's {slots} warp slots: {blocks} blocks of {NUM_WARPS} warps, "
            f"{warps} slots filled", size=SIZE_TITLE, weight="bold")
-    cols, cw, ch = 16, 48, 24  # "b0 w0" in mono is 42 px: 3 px either side
+    cols, cw, ch = 16, 47, 38  # a slot says its block over its warp: "b0" / "w0"
 
     def slot(r, c):
         k = r * cols + c
         b, w = divmod(k, NUM_WARPS)
-        return (f"b{b} w{w}", hue(b)) if b < blocks else ("", FREE)
-    g = f.grid(48, 34, slots // cols, cols, cw, ch, slot, size=SIZE_SMALL,
+        return ([f"b{b}", f"w{w}"], hue(b)) if b < blocks else ("", FREE)
+    g = f.grid(55, 34, slots // cols, cols, cw, ch, slot, size=SIZE_SMALL,
                row_labels=[f"{r * cols}–{r * cols + cols - 1}" for r in range(slots // cols)])
-    f.legend(48, g.bottom(slots // cols - 1) + 16,
-             [(hue(0), "b0 w1: warp 1 of resident block 0"),
+    f.legend(55, g.bottom(slots // cols - 1) + 16,
+             [(hue(0), "b0 over w1: warp 1 of resident block 0"),
               (FREE, "an empty slot: no registers left for a block")])
 
     y = g.bottom(slots // cols - 1) + 50

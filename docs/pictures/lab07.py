@@ -5,7 +5,7 @@ of cp.async groups and the waits that land a tile, the fused merge's last-block 
 H100 figures the kernel is measured against (docs/figures/gpu/)."""
 import h100
 from svgfig import (BARRIER_INK, FREE, INK, MUTED, PAPER, POISON, RULE, SIZE, SIZE_SMALL, SIZE_TITLE, STATE,
-                    WARPS, Figure, hue, mix, text_extent, text_width)
+                    WARPS, Figure, hue, mix, text_width)
 
 # The example most pictures draw: 32 query heads over 4 kv heads (a group of 8), head_size 128,
 # float16, tiles of 64 tokens, four warps (labs/07-cuda-gqa-decode/gqa_decode.hpp).
@@ -228,15 +228,15 @@ def tiles() -> Figure:
 # ---- the tile loop as a timeline ------------------------------------------------------------------
 
 LOOP = [  # (what the threads do, copies in flight (cp.async groups), what the three stages hold)
-    ("3a  start the copies of the tile two ahead into the free stage; wait for this tile's keys",
+    ("3a  start the copies of the tile two ahead\ninto the free stage; wait for this tile's keys",
      "this V, next 2 tiles", ("this K", "next tile", "filling")),
-    ("3b  S = Q·K^{T} on tensor cores, each warp 16 columns; store S",
+    ("3b  S = Q·K^{T} on tensor cores,\neach warp 16 columns; store S",
      "this V, next 2 tiles", ("K in use", "next tile", "filling")),
     ("3c  softmax per row: m, denom, row_alpha, W (16-bit)",
      "this V, next 2 tiles", ("this K", "next tile", "filling")),
     ("3d  wait for this tile's values",
      "next 2 tiles", ("this K, V", "next tile", "filling")),
-    ("3e  acc = diag(row_alpha) acc + W·V, each warp its columns",
+    ("3e  acc = diag(row_alpha) acc + W·V,\neach warp its columns",
      "next 2 tiles", ("V in use", "next tile", "filling")),
 ]
 BARRIERS = {0: "(K) every thread's copies of this tile's keys landed and visible",
@@ -246,31 +246,39 @@ BARRIERS = {0: "(K) every thread's copies of this tile's keys landed and visible
 
 
 def loop() -> Figure:
-    row_h, bar_h = 34, 22
+    row_h, line_h, bar_h = 34, 18, 22  # a row of one line; each further line adds line_h
     top = 50
-    height = top + len(LOOP) * row_h + len(BARRIERS) * bar_h + 10
+    # the columns: the steps' text, then the copies in flight, then the three stages
+    flight_x, flight_w, stage_x, stage_w, stage_pitch = 418, 156, 580, 74, 78
+
+    def height_of(what: str) -> float:
+        return row_h + (what.count("\n")) * line_h
+    height = top + sum(height_of(w) for w, _, _ in LOOP) + len(BARRIERS) * bar_h + 10
     f = Figure(820, height, "One tile of the loop",
                "Top to bottom: the steps of one tile, the four barriers and what each protects, "
                "the asynchronous copies still in flight, and what the ring's three stages hold.")
     f.text(10, 16, "what the 128 threads do (this tile)", size=SIZE_TITLE, weight="bold")
-    f.text(460, 16, "copies in flight", size=SIZE_TITLE, weight="bold")
-    f.text(600, 16, "the ring's three stages", size=SIZE_TITLE, weight="bold")
+    f.text(flight_x, 16, "copies in flight", size=SIZE_TITLE, weight="bold")
+    f.text(stage_x, 16, "the ring's three stages", size=SIZE_TITLE, weight="bold")
     y = top
     for i, (what, flight, holds) in enumerate(LOOP):
-        two = len(text_extent(what)) >= 60  # the long step on two lines, centred together
-        f.text(14, y + row_h / 2 - (7 if two else 0),
-               what[:what.index(";") + 1] if two else what, size=SIZE_SMALL)
-        if two:
-            # The second line under the first's words, past its step number ("3a ").
-            f.text(14 + text_width(what[:what.index(" ") + 1], SIZE_SMALL), y + row_h / 2 + 7,
-                   what[what.index(";") + 2:], size=SIZE_SMALL)
-        f.rect(458, y + 4, 136, row_h - 8, fill=STATE.fill, stroke=STATE.ink, sw=1)
-        f.text(526, y + row_h / 2, flight, size=SIZE_SMALL, anchor="middle")
+        # A long step on two lines, centred together; the second under the first's words,
+        # past its step number ("3a ").
+        lines = what.split("\n")
+        rh = height_of(what)
+        first = y + rh / 2 - (len(lines) - 1) * line_h / 2
+        for k, text in enumerate(lines):
+            indent = text_width(lines[0][:lines[0].index(" ") + 1], SIZE_SMALL) if k else 0
+            f.text(14 + indent, first + k * line_h, text, size=SIZE_SMALL)
+        f.rect(flight_x, y + 4, flight_w, rh - 8, fill=STATE.fill, stroke=STATE.ink, sw=1)
+        f.text(flight_x + flight_w / 2, y + rh / 2, flight, size=SIZE_SMALL, anchor="middle")
         for j, h in enumerate(holds):
             kind = STATE if j else WARPS[2] if "V" in h else WARPS[0]
-            f.rect(600 + 72 * j, y + 4, 70, row_h - 8, fill=kind.fill, stroke=kind.ink, sw=1)
-            f.text(635 + 72 * j, y + row_h / 2, h, size=SIZE_SMALL, anchor="middle")
-        y += row_h
+            f.rect(stage_x + stage_pitch * j, y + 4, stage_w, rh - 8, fill=kind.fill,
+                   stroke=kind.ink, sw=1)
+            f.text(stage_x + stage_pitch * j + stage_w / 2, y + rh / 2, h, size=SIZE_SMALL,
+                   anchor="middle")
+        y += rh
         if i in BARRIERS:
             f.barrier_line(10, 810, y + bar_h / 2, f"__syncthreads() {BARRIERS[i]}")
             y += bar_h
@@ -416,14 +424,14 @@ def merge_election() -> Figure:
     f.text(10, 14, f"the thread blocks of one (sequence, kv head), num_partitions = {NUM_PARTS}",
            size=SIZE_TITLE, weight="bold")
     f.text(810, 14, "time →", size=SIZE, anchor="end", fill=MUTED)
-    x0, top, lane_h, bh = 112, 34, 38, 24
+    x0, top, lane_h, bh = 122, 34, 38, 24  # x0: right of "[b, kv_head]" (102 px in mono)
     track_y = top + NUM_PARTS * lane_h + 14
 
     def mid(p: int) -> float:
         return top + p * lane_h + lane_h / 2
 
-    dot_x = {p: LOOP_END[p] + 92 for p in order}
-    exch_x = dot_x[last] + 16 + 45           # the middle of the atomicExch box
+    dot_x = {p: LOOP_END[p] + 96 for p in order}
+    exch_x = dot_x[last] + 16 + 48           # the middle of the atomicExch box
     # Guides from each atomicAdd down to the counter, drawn first: the lanes cover them.
     for p in order:
         f.line(dot_x[p], mid(p) + 10, dot_x[p], track_y, stroke=RULE, sw=1, dash="3 3")
@@ -433,11 +441,11 @@ def merge_election() -> Figure:
         f.text(10, y, f"partition {p}", size=SIZE, fill=hue(p).ink, weight="bold")
         f.box(x0, y - bh / 2, e - x0, bh, "tile loop", fill=hue(p).fill, stroke=hue(p).ink,
               size=SIZE_SMALL, rx=2)
-        f.box(e + 4, y - bh / 2, 58, bh, "partial", fill=STATE.fill, stroke=STATE.ink,
+        f.box(e + 4, y - bh / 2, 62, bh, "partial", fill=STATE.fill, stroke=STATE.ink,
               size=SIZE_SMALL, rx=2)
-        f.line(e + 68, y - bh / 2 - 4, e + 68, y + bh / 2 + 4, stroke=BARRIER_INK, sw=1.8,
+        f.line(e + 72, y - bh / 2 - 4, e + 72, y + bh / 2 + 4, stroke=BARRIER_INK, sw=1.8,
                dash="4 2")
-        f.line(e + 76, y - bh / 2, e + 76, y + bh / 2, stroke=INK, sw=3.5)
+        f.line(e + 80, y - bh / 2, e + 80, y + bh / 2, stroke=INK, sw=3.5)
         d = dot_x[p]
         f.add(f'<circle cx="{d:g}" cy="{y:g}" r="10" fill="{PAPER}" stroke="{INK}" '
               f'stroke-width="1.4"/>')
@@ -446,12 +454,12 @@ def merge_election() -> Figure:
         if p != last:
             f.text(d + 16, y, "exits", size=SIZE_SMALL, fill=MUTED)
         else:
-            f.box(d + 16, y - bh / 2, 90, bh, "atomicExch", fill=PAPER, stroke=INK,
+            f.box(d + 16, y - bh / 2, 96, bh, "atomicExch", fill=PAPER, stroke=INK,
                   size=SIZE_SMALL, mono=True, rx=2)
-            f.line(d + 114, y - bh / 2, d + 114, y + bh / 2, stroke=INK, sw=3.5)
-            f.box(d + 122, y - bh / 2, 62, bh, "is_last", fill=PAPER, stroke=INK,
+            f.line(d + 120, y - bh / 2, d + 120, y + bh / 2, stroke=INK, sw=3.5)
+            f.box(d + 128, y - bh / 2, 68, bh, "is_last", fill=PAPER, stroke=INK,
                   size=SIZE_SMALL, mono=True, rx=2)
-            is_last_x = d + 122 + 31  # the middle of the is_last box
+            is_last_x = d + 128 + 34  # the middle of the is_last box
     # The counter: its value between the atomics, computed from the arrivals.
     f.lines(10, track_y + 12, ["arrivals", "[b, kv_head]"], size=SIZE_SMALL, anchor="start",
             mono=True, gap=1.15)
@@ -470,7 +478,7 @@ def merge_election() -> Figure:
     # The merge, by every thread of the last block.
     my = ly + 22
     f.arrow(is_last_x + 40, mid(last) + 2, is_last_x + 40, my - 2, color=INK, sw=1.2)
-    f.line(is_last_x + 31, mid(last), is_last_x + 40, mid(last), stroke=INK, sw=1.2)
+    f.line(is_last_x + 34, mid(last), is_last_x + 40, mid(last), stroke=INK, sw=1.2)
     band_h = 104
     f.rect(10, my, 800, band_h, fill=mix(STATE.fill, PAPER, 0.5), stroke=STATE.ink, sw=1, rx=4)
     f.text(20, my + 16, f"__syncthreads(); then every thread of partition {last}'s block merges "
