@@ -568,15 +568,15 @@ def math_check(html_dir: Path, pages: list[str] | None = None) -> tuple[int, lis
 # checked at (WIDTHS). A reader can open a figure full size by clicking it
 # (docs/book-figures.js); at the column it must read without that. The narrowest column is the
 # 1000 px window's (the sidebar still shown): 723 px, where an 820 px figure shows at 88%, so
-# its text must be drawn at 12.5 px or more (svgfig.py draws 13). Narrower columns than these (a
+# its text must be drawn at 12.5 px or more (svgfig.py draws 14). Narrower columns than these (a
 # phone, or 900 px with the sidebar opened) never shrink a figure further: docs/tidy_html.py gives
 # each picture a min-width at the same 11 px, and the figure scrolls sideways in its box there.
 MIN_FIGURE_TEXT_PX = 11
 # A higher bar at the window widths where a figure is drawn at (nearly) its own size. At 1400 px,
 # the laptop window the book is read in most, the column (808 px on the narrowest page) draws an
-# 820 px figure at 98.5%: its 13 px text at 12.8 px, so 12 px is the bar there; a figure whose
+# 820 px figure at 98.5%: its 14 px text at 13.8 px, so 12 px is the bar there; a figure whose
 # text is drawn at 12 px and shrunk to the column, or a label set at 12 px, fails it. (Readers
-# who measure a label's glyphs see less: 13 px DejaVu Sans draws 9 px capitals, 7 px x-height.)
+# who measure a label's glyphs see less: 14 px DejaVu Sans draws 10 px capitals, 7.5 px x-height.)
 # The wider columns (1920, 1200 and 900 px windows) draw a figure at least as large as 1400 px
 # does, so the 12 px bar holds there whenever it holds at 1400 px; only the 1000 px column is
 # narrower, and there the floor is MIN_FIGURE_TEXT_PX.

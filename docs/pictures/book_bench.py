@@ -143,7 +143,10 @@ def figure(data: dict) -> Figure:
     for cache in cache_marks(data, tokens):
         x = ax.x(cache["tokens"])
         f.line(x, TOP, x, bottom, stroke=MUTED, sw=1.2)  # solid: every dash is a yardstick's
-        f.text(x, TOP - 11, cache["label"], size=SIZE_SMALL, anchor="middle", fill=MUTED)
+        # centred on the rule, but kept inside the picture (a rule near the edge moves it in)
+        half = text_width(cache["label"], SIZE_SMALL) / 2
+        f.text(min(max(x, half + 4), WIDTH - half - 4), TOP - 11, cache["label"], size=SIZE_SMALL,
+               anchor="middle", fill=MUTED)
     f.rect(LEFT, TOP, RIGHT - LEFT, PLOT_H, stroke=INK, sw=1)
     f.text(18, TOP + PLOT_H / 2, data.get("unit", "GB/s of K and V read"), size=SIZE,
            anchor="middle", rotate=-90)

@@ -88,7 +88,7 @@ def read_tick(f: Figure, x: float, y1: float, y2: float, inferred: bool = False)
 
 def batch_bars(f: Figure, x0: float, scale: float, y: float, read_gbps: float,
                target_pct: float | None, bars: list, inferred: bool = False) -> None:
-    """One batch's bars from x0, 15 px apart from y: `bars` holds (hue, GB/s or None, label, text
+    """One batch's bars from x0, BAR_PITCH px apart from y: `bars` holds (hue, GB/s or None, label, text
     where the figure is missing, bold?, refused?); a refused figure (one the benchmark refused as
     impossible) is drawn as a hollow, dashed bar. Behind them the target band (target_pct of the
     read) and the read's tick. Every figure's label stands in one column right of the scale's end,
@@ -98,7 +98,7 @@ def batch_bars(f: Figure, x0: float, scale: float, y: float, read_gbps: float,
     scale (LABEL_ROOM). An `inferred` read (one the run never measured, worked out from another
     figure) is a dashed, hollow tick with the word "inferred" beside it, so that it is not taken for
     a measurement."""
-    height = 15 * len(bars) + 1
+    height = BAR_PITCH * len(bars) + 1
     read_x = x0 + read_gbps * scale
     band_x = read_x
     if target_pct:
@@ -121,19 +121,23 @@ def batch_bars(f: Figure, x0: float, scale: float, y: float, read_gbps: float,
         return x < read_x + 4 and x + width(text, bold) > band_x - 3
 
     for j, (style, gbps, label, missing, bold, *refused) in enumerate(bars):
-        by = y + 1 + 15 * j
+        by = y + 1 + BAR_PITCH * j
         if gbps is None:
             x = read_x + 6 if reaches(x0 + 4, missing, False) else x0 + 4
-            f.text(x, by + 7, missing, size=SIZE_SMALL, fill=MUTED)
+            f.text(x, by + BAR_H / 2, missing, size=SIZE_SMALL, fill=MUTED)
             continue
         if refused and refused[0]:
-            f.rect(x0, by, gbps * scale, 13, fill=PAPER, stroke=style.ink, sw=1, dash="4 3")
+            f.rect(x0, by, gbps * scale, BAR_H, fill=PAPER, stroke=style.ink, sw=1, dash="4 3")
         else:
-            f.rect(x0, by, gbps * scale, 13, fill=style.fill, stroke=style.ink, sw=1)
-        f.text(x0 + GBPS_MAX * scale + 8, by + 6.5, label, size=SIZE_SMALL, fill=style.ink,
+            f.rect(x0, by, gbps * scale, BAR_H, fill=style.fill, stroke=style.ink, sw=1)
+        f.text(x0 + GBPS_MAX * scale + 8, by + BAR_H / 2, label, size=SIZE_SMALL, fill=style.ink,
                weight="bold" if bold else "normal")
 
 
-# The px right of the scale's end (GBPS_MAX) that the column of labels needs: "2,837  (97%)" in
-# bold at 13 px.
-LABEL_ROOM = 100
+# The px right of the scale's end (GBPS_MAX) that the column of labels needs: "refused (107%)"
+# in bold at 14 px.
+LABEL_ROOM = 122
+# A batch's bars: each BAR_H tall, BAR_PITCH apart, so that their 14 px labels do not touch.
+BAR_H, BAR_PITCH = 15, 17
+# Where the bars start: right of a batch's label, "1 × 65,536 tokens, 32/32 heads" at 14 px.
+BARS_X = 250

@@ -1,6 +1,6 @@
 """Lab 01's pictures (labs/01-paged-gather/README.md)."""
 from svgfig import (FREE, INK, MUTED, POISON, RULE, SIZE, SIZE_LARGE, SIZE_SMALL, SIZE_TITLE,
-                    Figure, hue)
+                    Figure, hue, text_width)
 
 BLOCK_SIZE = 4
 SEQ_LEN = 10
@@ -77,11 +77,15 @@ def slots() -> Figure:
     slot = BLOCK_TABLE[j] * BLOCK_SIZE + o
     f.rect(toks.left(t), toks.top(0), tw, 34, stroke=INK, sw=2.5)
     f.rect(lefts[slot], py, lefts[slot + 1] - lefts[slot], ph, stroke=INK, sw=2.5)
-    f.text(10, py + ph + 54, f"token {t}: logical block ⌊{t} / {BLOCK_SIZE}⌋ = {j}, "
-           f"block_table[{j}] = {BLOCK_TABLE[j]}, offset {t} mod {BLOCK_SIZE} = {o} → "
-           f"slot {BLOCK_TABLE[j]} · {BLOCK_SIZE} + {o} = {slot}", size=SIZE_SMALL, mono=True)
+    # two lines: the logical block and its table entry, then the offset and the slot
+    head = f"token {t}: "
+    f.text(10, py + ph + 52, f"{head}logical block ⌊{t} / {BLOCK_SIZE}⌋ = {j}, "
+           f"block_table[{j}] = {BLOCK_TABLE[j]},", size=SIZE_SMALL, mono=True)
+    f.text(10 + text_width(head, SIZE_SMALL, mono=True), py + ph + 72,
+           f"offset {t} mod {BLOCK_SIZE} = {o} → slot {BLOCK_TABLE[j]} · {BLOCK_SIZE} + {o} = "
+           f"{slot}", size=SIZE_SMALL, mono=True)
     # Which rows a block is, and what the unused rows (×) hold: the caption under the figure.
-    f.height = py + ph + 72
+    f.height = py + ph + 90
     return f
 
 

@@ -34,17 +34,17 @@ def stream() -> Figure:
             f.text(x + 48, 72, f"block {b}", size=SIZE_SMALL, anchor="middle", fill=MUTED)
 
     # The state chain, each update numbered above its state.
-    y, h = 150, 52
+    y, h = 150, 58
     f.box(10, y, 96, h, ["m = −∞", "denom = 0", "acc = 0"], fill=STATE.fill, stroke=STATE.ink,
           size=SIZE_SMALL, mono=True)
     prev_right = 106
     for j, block in enumerate(BLOCK_TABLE):
         x = 132 + j * 148
         first, last = j * BLOCK_SIZE, min(SEQ_LEN, (j + 1) * BLOCK_SIZE) - 1
-        f.box(x, y, 124, h, ["(m, denom, acc)", f"of tokens 0–{last}"], fill=STATE.fill,
+        f.box(x, y, 128, h, ["(m, denom, acc)", f"of tokens 0–{last}"], fill=STATE.fill,
               stroke=STATE.ink, size=SIZE_SMALL)
         f.arrow(prev_right, y + h / 2, x, y + h / 2, color=STATE.ink)
-        prev_right = x + 124
+        prev_right = x + 128
         # The read: the physical block is named under the pool by the logical block it holds
         # and the update that reads it, in that block's colour; the update is numbered above its
         # state and names the physical block under it (arrows from the pool to the updates would
@@ -54,17 +54,18 @@ def stream() -> Figure:
         f.text(src, 90, f"logical {j}", size=SIZE_SMALL, anchor="middle", fill=hue(j).ink,
                weight="bold")
         f.text(src, 106, f"→ update {j + 1}", size=SIZE_SMALL, anchor="middle", fill=hue(j).ink)
-        f.text(x + 62, y - 8, f"update {j + 1}", size=SIZE_SMALL, anchor="middle",
+        f.text(x + 64, y - 8, f"update {j + 1}", size=SIZE_SMALL, anchor="middle",
                fill=hue(j).ink, weight="bold")
-        f.text(x + 62, y + h + 14, f"+ logical block {j}", size=SIZE_SMALL, anchor="middle",
+        f.text(x + 64, y + h + 14, f"+ logical block {j}", size=SIZE_SMALL, anchor="middle",
                fill=hue(j).ink, weight="bold")
-        f.text(x + 62, y + h + 28, f"(block {block}, {valid} valid row{'s' if valid > 1 else ''})",
-               size=SIZE_SMALL, anchor="middle", fill=hue(j).ink)
+        f.lines(x + 64, y + h + 38, [f"physical block {block}",
+                                     f"{valid} valid row{'s' if valid > 1 else ''}"],
+                size=SIZE_SMALL, fill=hue(j).ink, gap=1.15)
     f.box(716, y + 6, 98, h - 12, "acc / denom", fill="#ffffff", stroke=INK, size=SIZE_SMALL,
           mono=True)
     f.arrow(prev_right, y + h / 2, 716, y + h / 2, color=STATE.ink)
     # What each arrow does and why the × rows are never read: the caption under the figure.
-    f.height = y + h + 42
+    f.height = y + h + 56
     return f
 
 
@@ -104,7 +105,7 @@ def corr_example() -> Figure:
     m2, d2, a2, w2, corr = steps[1]
     out = a2 / d2
 
-    f = Figure(820, 306, "corr at work: two blocks of two keys",
+    f = Figure(820, 314, "corr at work: two blocks of two keys",
                "Bars are each key's weight relative to the running maximum; when block 1 "
                "raises the maximum from 2 to 4, corr = e^(2-4) shrinks the history.")
     base, scale, bar_w = 200, 120, 34
@@ -136,13 +137,13 @@ def corr_example() -> Figure:
                 # breaks around it instead of striking it through.
                 label = f"{weights[k]:.3f}"
                 w = text_width(label, SIZE_SMALL, mono=True) + 4
-                f.rect(bx + bar_w / 2 - w / 2, base - h - 17, w, 15, fill="#ffffff", stroke=None)
+                f.rect(bx + bar_w / 2 - w / 2, base - h - 18, w, 18, fill="#ffffff", stroke=None)
                 f.text(bx + bar_w / 2, base - h - 9, label, size=SIZE_SMALL, anchor="middle",
                        mono=True)
             f.text(bx + bar_w / 2, base + 12, f"k{k}", size=SIZE_SMALL, anchor="middle")
             f.text(bx + bar_w / 2, base + 26, f"v={values[k]:g}", size=SIZE_SMALL, anchor="middle",
                    fill=MUTED)
-        f.lines(x, base + 62, state, size=SIZE_SMALL, anchor="start", mono=True, gap=1.45)
+        f.lines(x, base + 70, state, size=SIZE_SMALL, anchor="start", mono=True, gap=1.45)
     # The rescale, between the first two panels.
     f.arrow(218, 90, 282, 90, color=STATE.ink, sw=1.6)  # clear of the panel's "1" at 205
     # One line above the arrow, in the gap between the panels' titles and their "1" rules.

@@ -26,7 +26,7 @@ def threads() -> Figure:
     keys = f.grid(kx, 32, 1, NUM_KEYS, kw, 24,
                   lambda r, c: ("", hue(owner[key_owner[c]])), size=SIZE_SMALL)
     starts = [sum(sizes[:i]) for i in range(NUM_PARTITIONS)]
-    slot_w, slot_pitch = 60, 69  # leaves room right of entry 9 for the join's label
+    slot_w, slot_pitch = 60, 68  # leaves room right of entry 9 for the join's label
     slot_y = 120
     for i in range(NUM_PARTITIONS):
         x0, x1 = keys.left(starts[i]), keys.right(starts[i] + sizes[i] - 1)
@@ -58,9 +58,9 @@ def threads() -> Figure:
     # Every thread joined, then one left fold in range order. The join's label sits right of
     # the last connector, where no line runs.
     join_y = bracket_y + 46
-    line_end = kx + (NUM_PARTITIONS - 1) * slot_pitch + slot_w + 4
+    line_end = kx + (NUM_PARTITIONS - 1) * slot_pitch + slot_w + 2
     f.line(kx - 10, join_y, line_end, join_y, stroke=RULE, sw=1.5, dash="6 4")
-    f.lines(line_end + 6, join_y, ["every thread", "joined"], size=SIZE_SMALL, anchor="start",
+    f.lines(line_end + 5, join_y, ["every thread", "joined"], size=SIZE_SMALL, anchor="start",
             fill=MUTED)
     fold_y = join_y + 46
     prev = None
@@ -77,7 +77,7 @@ def threads() -> Figure:
             f.arrow(prev + 12, fold_y, cx - 13, fold_y, color=STATE.ink)
         prev = cx
     f.arrow(prev, fold_y + 12, prev, fold_y + 44, color=STATE.ink)
-    f.box(prev - 110, fold_y + 45, 134, 28, "acc / denom, once", fill="#ffffff", stroke=INK,
+    f.box(prev - 120, fold_y + 45, 150, 28, "acc / denom, once", fill="#ffffff", stroke=INK,
           size=SIZE_SMALL)
     # What the fold's order buys and why no lock is needed: the caption under the figure.
     f.height = fold_y + 80
@@ -85,56 +85,55 @@ def threads() -> Figure:
 
 
 def cascade() -> Figure:
-    requests, prefix_w, suffix_w = 4, 200, 26
+    requests, prefix_w, suffix_w = 4, 212, 26
     f = Figure(820, 310, "Cascade attention: one pass over the shared prefix",
                "Four requests share a prefix; dense attention reads it once per request, the "
                "cascade once for all, then merges each request's prefix and suffix states.")
-    f.text(10, 14, "dense: each request reads its whole context", size=SIZE_TITLE,
-           weight="bold")
-    f.text(430, 14, "cascade: the prefix once, the suffixes apart", size=SIZE_TITLE,
-           weight="bold")
-    y0, row = 44, 40
+    px = 380  # the cascade's panel
+    f.text(10, 14, "dense: each request, its whole context", size=SIZE_TITLE, weight="bold")
+    f.text(px, 14, "cascade: prefix once, suffixes apart", size=SIZE_TITLE, weight="bold")
+    y0, row, bh = 44, 40, 24
     for r in range(requests):
         y = y0 + r * row
-        f.text(10, y + 11, f"q{r}", size=SIZE, mono=True)
-        f.box(38, y, prefix_w, 22, "shared prefix, n_pre rows", fill=SHARED.fill, stroke=SHARED.ink,
-              rx=0, size=SIZE_SMALL)
-        f.box(38 + prefix_w, y, suffix_w, 22, "", fill=hue(r if r < 3 else 6).fill,
+        f.text(10, y + bh / 2, f"q{r}", size=SIZE, mono=True)
+        f.box(38, y, prefix_w, bh, "shared prefix, n_pre rows", fill=SHARED.fill,
+              stroke=SHARED.ink, rx=0, size=SIZE_SMALL)
+        f.box(38 + prefix_w, y, suffix_w, bh, "", fill=hue(r if r < 3 else 6).fill,
               stroke=hue(r if r < 3 else 6).ink, rx=0)
-        f.arrow(38 + prefix_w + suffix_w + 4, y + 11, 310, y + 11, color=MUTED)
-        f.text(316, y + 11, f"o{r}", size=SIZE, mono=True)
+        f.arrow(38 + prefix_w + suffix_w + 4, y + bh / 2, 300, y + bh / 2, color=MUTED)
+        f.text(306, y + bh / 2, f"o{r}", size=SIZE, mono=True)
     f.text(10, y0 + requests * row + 10, "R · (n_pre + n_suf) key rows read", size=SIZE_SMALL,
            fill=MUTED)
 
     # The cascade: the prefix once, for every query; one suffix per request; a merge each.
-    px, py = 430, 44
-    f.box(px, py, prefix_w, 22, "shared prefix, n_pre rows", fill=SHARED.fill, stroke=SHARED.ink,
-          rx=0, size=SIZE_SMALL)
-    f.text(px, py + 36, "one pass for q0 … q3 together", size=SIZE_SMALL, fill=SHARED.ink)
-    f.text(px, py + 50, "(a matrix product)", size=SIZE_SMALL, fill=SHARED.ink)
-    # The outputs o0..o3 end some 10 units inside the right edge.
-    mx, ry, bx, bw, bus = 764, 110, 644, 100, 636
-    f.line(px + prefix_w, py + 11, bus, py + 11, stroke=SHARED.ink)
-    f.line(bus, py + 11, bus, ry + (requests - 1) * row - 10, stroke=SHARED.ink)
+    py = y0
+    f.box(px, py, prefix_w, bh, "shared prefix, n_pre rows", fill=SHARED.fill,
+          stroke=SHARED.ink, rx=0, size=SIZE_SMALL)
+    f.text(px, py + 40, "one pass for q0 … q3 together", size=SIZE_SMALL, fill=SHARED.ink)
+    f.text(px, py + 58, "(a matrix product)", size=SIZE_SMALL, fill=SHARED.ink)
+    # The bus runs down clear of that text; the outputs o0..o3 end inside the right edge.
+    mx, ry, rrow, bx, bw, bus, hh = 768, 118, 46, 636, 110, 624, 20
+    f.line(px + prefix_w, py + bh / 2, bus, py + bh / 2, stroke=SHARED.ink)
+    f.line(bus, py + bh / 2, bus, ry + (requests - 1) * rrow - hh / 2 - 1, stroke=SHARED.ink)
     for r in range(requests):
-        yc = ry + r * row
+        yc = ry + r * rrow
         h = hue(r if r < 3 else 6)
-        f.arrow(bus, yc - 10, bx - 1, yc - 10, color=SHARED.ink)
-        f.box(bx, yc - 19, bw, 18, f"prefix of q{r}", fill=SHARED.fill, stroke=SHARED.ink,
+        f.arrow(bus, yc - hh / 2 - 1, bx - 1, yc - hh / 2 - 1, color=SHARED.ink)
+        f.box(bx, yc - hh - 1, bw, hh, f"prefix of q{r}", fill=SHARED.fill, stroke=SHARED.ink,
               rx=0, size=SIZE_SMALL)
-        f.box(bx, yc + 1, bw, 18, f"suffix of q{r}", fill=h.fill, stroke=h.ink, rx=0,
+        f.box(bx, yc + 1, bw, hh, f"suffix of q{r}", fill=h.fill, stroke=h.ink, rx=0,
               size=SIZE_SMALL)
         f.rect(mx - 12, yc - 12, 24, 24, fill=STATE.fill, stroke=STATE.ink, rx=12)
         f.text(mx, yc, "⊕", size=14, anchor="middle")
-        f.arrow(bx + bw, yc - 10, mx - 12, yc - 3, color=SHARED.ink)
-        f.arrow(bx + bw, yc + 10, mx - 12, yc + 3, color=h.ink)
+        f.arrow(bx + bw, yc - hh / 2, mx - 12, yc - 3, color=SHARED.ink)
+        f.arrow(bx + bw, yc + hh / 2, mx - 12, yc + 3, color=h.ink)
         f.arrow(mx + 13, yc, mx + 26, yc, color=STATE.ink)
         f.text(mx + 29, yc, f"o{r}", size=SIZE, mono=True)
-    # On two lines, so that it ends clear of the bus at x = 636.
-    f.text(430, y0 + requests * row + 10, "n_pre + R · n_suf", size=SIZE_SMALL, fill=MUTED)
-    f.text(430, y0 + requests * row + 24, "key rows read", size=SIZE_SMALL, fill=MUTED)
+    # On two lines, so that it ends clear of the bus.
+    f.text(px, y0 + requests * row + 10, "n_pre + R · n_suf", size=SIZE_SMALL, fill=MUTED)
+    f.text(px, y0 + requests * row + 28, "key rows read", size=SIZE_SMALL, fill=MUTED)
     # The benchmark's numbers (R = 8, n_pre = 512, n_suf = 64): the caption under the figure.
-    f.height = 262
+    f.height = ry + (requests - 1) * rrow + hh + 12
     return f
 
 
@@ -143,25 +142,25 @@ SUB = "₀₁₂₃₄₅₆₇₈₉"  # subscript digits: the index of a parti
 
 def merge_tree() -> Figure:
     sizes = array_split(10, 4)  # 3, 3, 2, 2
-    f = Figure(820, 200, "Ten keys in four partitions, merged as a tree",
+    f = Figure(820, 208, "Ten keys in four partitions, merged as a tree",
                "Each partition is summarised by attend_partial; pairs of summaries merge, the "
                "root is divided once.")
     leaf_w, gap, y_leaf = 150, 50, 20
     xs = [40 + i * (leaf_w + gap) for i in range(4)]
     start = 0
     for i, n in enumerate(sizes):
-        f.box(xs[i], y_leaf, leaf_w, 52,
+        f.box(xs[i], y_leaf, leaf_w, 58,
               [f"keys {start}–{start + n - 1}", "attend_partial", f"(m{SUB[i]}, denom{SUB[i]}, acc{SUB[i]})"],
               fill=hue(i).fill, stroke=hue(i).ink, size=SIZE_SMALL)
         start += n
     centre = [x + leaf_w / 2 for x in xs]
     mids = [(centre[0] + centre[1]) / 2, (centre[2] + centre[3]) / 2]
-    y_mid, y_root = 120, 170
+    y_mid, y_root = 127, 178
     for k, m in enumerate(mids):
         f.rect(m - 15, y_mid - 15, 30, 30, fill=STATE.fill, stroke=STATE.ink, rx=15)
         f.text(m, y_mid, "⊕", size=16, anchor="middle")
         for leaf in (2 * k, 2 * k + 1):
-            f.arrow(centre[leaf], y_leaf + 53, m + (-8 if leaf % 2 == 0 else 8), y_mid - 16,
+            f.arrow(centre[leaf], y_leaf + 59, m + (-8 if leaf % 2 == 0 else 8), y_mid - 16,
                     color=hue(leaf).ink)
     root = (mids[0] + mids[1]) / 2
     f.rect(root - 15, y_root - 15, 30, 30, fill=STATE.fill, stroke=STATE.ink, rx=15)
@@ -169,7 +168,7 @@ def merge_tree() -> Figure:
     for m in mids:
         f.arrow(m, y_mid + 16, root + (-10 if m < root else 10), y_root - 16, color=STATE.ink)
     f.arrow(root + 16, y_root, root + 90, y_root, color=STATE.ink)
-    f.box(root + 92, y_root - 16, 130, 32, "out = acc / denom", fill="#ffffff", stroke=INK,
+    f.box(root + 92, y_root - 16, 150, 32, "out = acc / denom", fill="#ffffff", stroke=INK,
           size=SIZE_SMALL)
     return f
 

@@ -31,18 +31,18 @@ def masks() -> Figure:
 
         def cell(u, t, r=r, L=L):
             return ("", VISIBLE) if t <= L - r + u else ("", MASKED)
-        g = f.grid(x, 58, r, L, cw, cw, cell, row_labels=[str(u) for u in range(r)],
+        g = f.grid(x, 62, r, L, cw, cw, cell, row_labels=[str(u) for u in range(r)],
                    col_labels=[str(t) for t in range(L)], stroke="#ffffff")
-        f.text(x + g.width / 2, 33, "query rows u × keys t", size=SIZE_SMALL, anchor="middle",
+        f.text(x + g.width / 2, 35, "query rows u × keys t", size=SIZE_SMALL, anchor="middle",
                fill=MUTED)
         if c:
             f.brace(g.left(0), g.right(c - 1), g.bottom(r - 1) + 4, f"history: {c} keys")
             if r > 1:
                 f.brace(g.left(c), g.right(L - 1), g.bottom(r - 1) + 4, "the chunk")
         x += g.width + 60
-    f.legend(10, 234, [(VISIBLE, "attended"), (MASKED, "masked (−∞ before the softmax)")])
+    f.legend(10, 240, [(VISIBLE, "attended"), (MASKED, "masked (−∞ before the softmax)")])
     # Which keys query row u sees, and why the other anchors fail: the text under the figure.
-    f.height = 250
+    f.height = 256
     return f
 
 
@@ -52,7 +52,7 @@ def packed_q() -> Figure:
     f = Figure(820, 290, "The packed batch: rows of q split by cu_seqlens_q",
                "Seven new tokens packed into one matrix; cu_seqlens_q = [0, 1, 7] says which "
                "rows are whose; seq_lens_kv = [7, 11] says how many keys each reads.")
-    qx, qy, rh, qw = 180, 56, 26, 130
+    qx, qy, rh, qw = 200, 56, 26, 140  # room left of q for "cu_seqlens_q[0] = 0"
     f.text(qx + qw / 2, 22, "q  [total_new = 7, H · d]", size=SIZE, anchor="middle",
            weight="bold", mono=True)
     row = 0
@@ -125,9 +125,9 @@ def pool_views() -> Figure:
     # level with the first of its blocks in the flat view, so slot 9 and row 1 of block 2 line up.
     tw = 24  # a cell of the block view: no column labels to hold, so narrower than the flat view's
     tile_w = width * tw + 14
-    gap = 48
-    bx = 810 - 2 * tile_w - gap
-    f.text(400, 14, "block view: [4 blocks, 4 rows, H_kv = 2, d = 3]",
+    gap = 44
+    bx = 798 - 2 * tile_w - gap  # the tiles' titles are wider than a tile: room right of it
+    f.text(386, 14, "block view: [4 blocks, 4 rows, H_kv = 2, d = 3]",
            size=SIZE, weight="bold", mono=True)
     for b in range(NUM_BLOCKS):
         tx = bx + (b % 2) * (tile_w + gap)
@@ -202,7 +202,7 @@ def write_read() -> Figure:
 
     # The step's new rows and their slots (the write map).
     f.text(10, 22, "new K/V rows → slot_mapping", size=SIZE, weight="bold")
-    lx, lw, sx, sw_, pitch_q = 10, 132, 148, 92, 36
+    lx, lw, sx, sw_, pitch_q = 10, 140, 156, 92, 36
     for i, (name, p, slot, h) in enumerate(new_rows):
         y = py + i * pitch_q
         f.box(lx, y, lw, 26, f"row {i}: {name} pos {p}", fill=h.fill, stroke=h.ink, rx=0,

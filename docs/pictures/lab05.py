@@ -28,42 +28,45 @@ def thread_map() -> Figure:
                "logical blocks warp_idx, warp_idx+4, ...; thread group g (2 threads) takes token g of each; "
                "rank 0 reads the first 8 bytes, rank 1 the last 8 of every 16-byte chunk of that token's key.")
     # 1. The threads.
-    f.text(10, 14, f"1. The thread block: {NUM_THREADS} threads = {NUM_WARPS} warps × 32 lanes; "
-           f"thread group g = lanes 2g, 2g + 1 (TG = {G})", size=SIZE, weight="bold")
+    f.text(10, 14, f"1. The thread block: {NUM_THREADS} threads = {NUM_WARPS} warps × 32 lanes;",
+           size=SIZE, weight="bold")
+    f.text(10, 33, f"thread group g = lanes 2g, 2g + 1 (TG = {G})", size=SIZE, weight="bold")
     cw, ch = 20, 18
-    gx, gy = 62, 42
+    gx, gy = 62, 64
 
     def thread_cell(w, lane):  # a column is one lane; every fourth is numbered above the grid
         return "", rank_fill(WARPS[w], lane % G)
     g = f.grid(gx, gy, NUM_WARPS, WARP_SIZE, cw, ch, thread_cell, size=SIZE_SMALL,
                row_labels=[f"warp {w}" for w in range(NUM_WARPS)])
     for lane in [*range(0, WARP_SIZE, 4), WARP_SIZE - 1]:
-        f.text(g.cx(lane), gy - 7, str(lane), size=SIZE, anchor="middle", fill=INK)
-    f.text(gx + g.width + 8, gy + 51, "column: lane", size=SIZE_SMALL, fill=MUTED)
+        f.text(g.cx(lane), gy - 8, str(lane), size=SIZE, anchor="middle", fill=INK)
     for k in range(WARP_SIZE // G + 1):
         x = g.left(k * G) if k < WARP_SIZE // G else g.right(WARP_SIZE - 1)
         f.line(x, gy, x, g.bottom(NUM_WARPS - 1), stroke=INK, sw=0.8)
     for k in range(WARP_SIZE // G):
-        f.text((g.left(k * G) + g.right(k * G + G - 1)) / 2, g.bottom(NUM_WARPS - 1) + 9,
+        f.text((g.left(k * G) + g.right(k * G + G - 1)) / 2, g.bottom(NUM_WARPS - 1) + 11,
                f"g{k}", size=SIZE, anchor="middle", fill=INK)
-    f.text(gx + g.width + 8, gy + 9, "light: rank 0", size=SIZE_SMALL, fill=MUTED)
-    f.text(gx + g.width + 8, gy + 23, "dark: rank 1", size=SIZE_SMALL, fill=MUTED)
+    # Level with warps 0, 1 and 3.
+    f.text(gx + g.width + 8, g.cy(0), "light: rank 0", size=SIZE_SMALL, fill=MUTED)
+    f.text(gx + g.width + 8, g.cy(1), "dark: rank 1", size=SIZE_SMALL, fill=MUTED)
+    f.text(gx + g.width + 8, g.cy(3), "column: lane", size=SIZE_SMALL, fill=MUTED)
 
-    # 2. Warps to logical blocks.
-    y2 = 150
-    f.text(10, y2, "2. Warp warp_idx takes the logical blocks warp_idx, warp_idx + 4, … "
-           "(here 12 blocks, 180 tokens)", size=SIZE, weight="bold")
-    bw = 60
-    blocks = f.grid(72, y2 + 16, 1, 12, bw, 26,
+    # 2. Warps to logical blocks: twelve cells across the picture's width.
+    y2 = g.bottom(NUM_WARPS - 1) + 42
+    f.text(10, y2, "2. Warp warp_idx takes the logical blocks warp_idx, warp_idx + 4, …",
+           size=SIZE, weight="bold")
+    f.text(10, y2 + 19, "(here 12 blocks, 180 tokens)", size=SIZE, weight="bold")
+    bw = 66
+    blocks = f.grid(14, y2 + 36, 1, 12, bw, 28,
                     lambda r, j: ([f"block {j}"], WARPS[j % NUM_WARPS]), size=SIZE_SMALL,
                     mono=False)
     for j in range(12):
-        f.text(blocks.cx(j), y2 + 54, f"warp {j % NUM_WARPS}", size=SIZE_SMALL, anchor="middle",
-               fill=WARPS[j % NUM_WARPS].ink)
-    f.text(72, y2 + 74, "block 11 holds tokens 176 to 179 only: 4 of its 16 rows", size=SIZE_SMALL,
-           fill=MUTED)
+        f.text(blocks.cx(j), blocks.bottom(0) + 13, f"warp {j % NUM_WARPS}", size=SIZE_SMALL,
+               anchor="middle", fill=WARPS[j % NUM_WARPS].ink)
+    f.text(14, blocks.bottom(0) + 38, "block 11 holds tokens 176 to 179 only: 4 of its 16 rows",
+           size=SIZE_SMALL, fill=MUTED)
 
-    f.height = y2 + 84
+    f.height = blocks.bottom(0) + 50
     return f
 
 
@@ -73,8 +76,8 @@ def key_lanes() -> Figure:
     tokens = [*range(8), None, BLOCK_SIZE - 1]   # None: tokens 8 to 14, left out
     shown = [0, 1, None, NUM_CHUNKS - 1]           # None: the chunks left out
     hw, ch = 24, 26                                # one rank's half of a token's chunk
-    kx, ky = 150, 54
-    width = kx + (G * (len(tokens) - 1) + 1) * hw + 10
+    kx, ky = 170, 54                               # room left of the grid for "chunk 15: …"
+    width = kx + (G * (len(tokens) - 1) + 1) * hw + 14
     f = Figure(width, 250, "Which lane loads which half of each key chunk",
                "One block of warp 0, float16, block_size 16: thread group g reads token g; "
                "rank 0 loads bytes 0 to 7 of each 16-byte chunk, rank 1 bytes 8 to 15.")
@@ -116,13 +119,14 @@ def key_cache() -> Figure:
                "one 16-byte cell per token; the two threads of a token's group read its halves.")
     tokens = [0, 1, None, BLOCK_SIZE - 1]    # None: the tokens left out
     chunks = [0, 1, None, NUM_CHUNKS - 1]
-    hw, ch, x0, y0 = 78, 26, 160, 76
+    hw, ch, x0, y0 = 88, 26, 130, 76
     f.text(10, 14, "key_cache[block, kv_head]:  [head_size / x = 16, block_size = 16, x = 8]",
            size=SIZE, weight="bold", mono=True)
     col = x0
     for t in tokens:
         if t is None:
-            f.text(col + 15, y0 - 12, "…", size=SIZE, anchor="middle")
+            # level with the token names: a group's label is wider than its token's columns
+            f.text(col + 15, y0 - 30, "…", size=SIZE, anchor="middle")
             for r in range(len(chunks)):
                 f.text(col + 15, y0 + (r + 0.5) * ch, "…", size=SIZE, anchor="middle")
             col += 30
@@ -200,21 +204,24 @@ def value_cache() -> Figure:
 # (what the threads do, {shared-memory region: what it holds}) per phase; BARRIERS says, for
 # the gap after each phase, whether a barrier is there and why. Regions: q (q_vecs), l (the
 # dynamic shared memory: logits, later out_smem), m (red_smem[0..3]), s (red_smem[4..7]).
-PHASES = [
+PHASES = [  # each line at most 47 characters: it ends left of the shared-memory columns
     (["Step 1: the first thread groups copy q's vecs",
       "(16/TG bytes each) into q_vecs"], {"q": "q (written)"}),
     (["Step 2: q·k over each warp's blocks; butterfly;",
       "rank 0 writes logits[t], keeps a running max"], {"q": "q (read)", "l": "sₜ (written)"}),
-    (["Step 3: max in each warp (butterfly, masks 16 … TG);",
-      "lane 0 writes red_smem[warp_idx]"], {"q": "q", "l": "sₜ", "m": "4 maxima"}),
-    (["cross-warp max → qk_max; Step 4: logits[t] =",
-      "exp(sₜ − qk_max); sums → red_smem[4 + warp_idx]"],
+    (["Step 3: max in each warp (butterfly, masks",
+      "16 … TG); lane 0 writes red_smem[warp_idx]"], {"q": "q", "l": "sₜ", "m": "4 maxima"}),
+    (["cross-warp max → qk_max; Step 4:",
+      "logits[t] = exp(sₜ − qk_max);",
+      "sums → red_smem[4 + warp_idx]"],
      {"q": "q", "l": "exp(sₜ − m)", "m": "(read)", "s": "4 sums"}),
     (["cross-warp sum → exp_sum; logits[t] /= exp_sum"],
      {"q": "q", "l": "wₜ / exp_sum (written)", "s": "(read)"}),
-    (["Step 5: accs += (wₜ / exp_sum) vₜ, the warp's blocks;",
-      "Step 6: fold the lanes that share a V row"], {"q": "q", "l": "wₜ / exp_sum (read)"}),
-    (["Step 6, tree round 1: warps 2, 3 write their rows"], {"q": "q", "l": "out_smem: warps 2, 3"}),
+    (["Step 5: accs += (wₜ / exp_sum) vₜ over the",
+      "warp's blocks; Step 6: fold the lanes that",
+      "share a V row"], {"q": "q", "l": "wₜ / exp_sum (read)"}),
+    (["Step 6, tree round 1: warps 2, 3 write",
+      "their rows"], {"q": "q", "l": "out_smem: warps 2, 3"}),
     (["warps 0 and 1 add them"], {"q": "q", "l": "(read)"}),
     (["Step 6, tree round 2: warp 1 writes its rows"], {"q": "q", "l": "out_smem: warp 1"}),
     (["warp 0 adds them"], {"q": "q", "l": "(read)"}),
@@ -232,13 +239,13 @@ BARRIERS = [  # after each phase but the last; None: no barrier there
     "warp 1's rows written",
     "protects nothing: no shared write follows",
 ]
-REGIONS = [("q", "q_vecs", 78, STATE), ("l", "logits → out_smem", 156, WARPS[0]),
-           ("m", "red_smem\n[0..3]", 80, WARPS[2]), ("s", "red_smem\n[4..7]", 80, WARPS[3])]
-REGIONS_X = 406  # where the shared-memory columns start: right of the longest phase line
+REGIONS = [("q", "q_vecs", 90, STATE), ("l", "logits → out_smem", 178, WARPS[0]),
+           ("m", "red_smem\n[0..3]", 76, WARPS[2]), ("s", "red_smem\n[4..7]", 76, WARPS[3])]
+REGIONS_X = 372  # where the shared-memory columns start: right of the longest phase line
 
 
 def timeline() -> Figure:
-    line_h, pad, bar_h = 16, 9, 24  # a text line; space above and below a phase; a barrier's band
+    line_h, pad, bar_h = 18, 8, 24  # a text line; space above and below a phase; a barrier's band
     top = 58
 
     def row_height(rows):  # each phase as tall as its text, with room between it and a barrier
@@ -261,7 +268,7 @@ def timeline() -> Figure:
     barrier = 0
     for i, (rows, holds) in enumerate(PHASES):
         row_h = row_height(rows)
-        f.lines(14, y + row_h / 2, rows, size=SIZE_SMALL, anchor="start")
+        f.lines(14, y + row_h / 2, rows, size=SIZE_SMALL, anchor="start", gap=line_h / SIZE_SMALL)
         for key, (rx, w, h) in xs.items():
             if key in holds:
                 fill = h.fill if "read" not in holds[key] or holds[key].startswith("q") else \
@@ -552,7 +559,7 @@ def banks() -> Figure:
 # ---- the H100 measurements ------------------------------------------------------------------------
 
 def gpu() -> Figure:
-    ROW = 39  # one batch: its two label lines, v1's bar and FlashAttention's
+    ROW = 42  # one batch: its two label lines, v1's bar and FlashAttention's
     v1 = h100.lab05_v1()
     torch = h100.torch_sdpa()
     order = sorted(v1, key=lambda s: -v1[s])
@@ -560,13 +567,13 @@ def gpu() -> Figure:
                "GB/s of K and V each call must read, for seven decode batches (float16, head "
                "size 128, block size 16), against FlashAttention through PyTorch and a plain "
                "read of the same bytes.")
-    x0 = 250
+    x0 = h100.BARS_X
     scale = h100.gbps_scale(f, x0, 540, 44 + ROW * len(order))
     for i, shape in enumerate(order):
         seqs, tokens, heads, kv = shape
         y = 44 + ROW * i
-        f.text(10, y + 10, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
-        f.text(10, y + 25, f"grid: {heads * seqs:,} thread blocks", size=SIZE_SMALL, fill=MUTED)
+        f.text(10, y + 9, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
+        f.text(10, y + 27, f"grid: {heads * seqs:,} thread blocks", size=SIZE_SMALL, fill=MUTED)
         row = torch.get(shape)
         read_x = x0 + row["read_sum_GBps"] * scale if row else None
 
@@ -580,11 +587,11 @@ def gpu() -> Figure:
                fill=WARPS[0].ink, weight="bold")
         if row:
             flash = row["sdpa_flash_GBps"]
-            f.rect(x0, y + 19, flash * scale, 12, fill=WARPS[2].fill, stroke=WARPS[2].ink, sw=1)
+            f.rect(x0, y + 20, flash * scale, 13, fill=WARPS[2].fill, stroke=WARPS[2].ink, sw=1)
             label = f"{flash:,.0f}"
-            f.text(clear(x0 + flash * scale + 5, label), y + 25, label, size=SIZE_SMALL,
+            f.text(clear(x0 + flash * scale + 5, label), y + 26.5, label, size=SIZE_SMALL,
                    fill=WARPS[2].ink)
-            f.line(read_x, y, read_x, y + 34, stroke=INK, sw=2)
+            f.line(read_x, y, read_x, y + 35, stroke=INK, sw=2)
     y = 60 + ROW * len(order)
     end = f.legend(10, y, [(WARPS[0], "lab 05's v1 (lab05_bench)"),
                            (WARPS[2], "FlashAttention via PyTorch, contiguous")])
@@ -621,7 +628,7 @@ def hierarchy() -> Figure:
             anchor="start")
 
     # 2. One SM.
-    sx, sy, sw_, sh = 214, 4, 430, 234
+    sx, sy, sw_, sh = 214, 4, 430, 262
     f.rect(sx, sy, sw_, sh, fill=PAPER, stroke=INK, sw=1.6, rx=6)
     f.text(sx + 10, sy + 16, f"2. One SM of {H100_SMS}, running block (h1, seq 2)",
            size=SIZE_TITLE, weight="bold")
@@ -635,14 +642,15 @@ def hierarchy() -> Figure:
              [f"{NUM_THREADS}", "threads"], size=SIZE_SMALL)
     y = lanes.bottom(NUM_WARPS - 1) + 14
     bw = (sw_ - 30) / 2
-    f.box(sx + 10, y, bw, 62, ["registers: a thread's own",
+    f.box(sx + 10, y, bw, 78, ["registers:", "a thread's own",
                                f"{H100_REGS_PER_SM // 1024}K × 32 bit per SM", "no extra cost"],
           size=SIZE_SMALL)
-    f.box(sx + 20 + bw, y, bw, 62, ["shared memory: the block's",
+    f.box(sx + 20 + bw, y, bw, 78, ["shared memory:", "the block's",
                                     f"{H100_SMEM_KIB} KiB per SM", "tens of cycles"],
           size=SIZE_SMALL)
-    f.text(sx + 10, sy + sh - 16, f"beside it, other resident blocks: at most "
-           f"{H100_THREADS_PER_SM:,} threads per SM", size=SIZE_SMALL, fill=MUTED)
+    f.lines(sx + 10, y + 78 + 28, ["beside it, other resident blocks:",
+                                   f"at most {H100_THREADS_PER_SM:,} threads per SM"],
+            size=SIZE_SMALL, fill=MUTED, anchor="start")
 
     # The other SMs.
     ox = sx + sw_ + 12
@@ -761,22 +769,22 @@ def occupancy() -> Figure:
                f"too few for another block.")
     f.text(10, 14, f"1. One SM's {slots} warp slots: {blocks} blocks of {NUM_WARPS} warps, "
            f"{warps} slots filled", size=SIZE_TITLE, weight="bold")
-    cols, cw, ch = 16, 46, 24
+    cols, cw, ch = 16, 47, 38  # a slot says its block over its warp: "b0" / "w0"
 
     def slot(r, c):
         k = r * cols + c
         b, w = divmod(k, NUM_WARPS)
-        return (f"b{b} w{w}", hue(b)) if b < blocks else ("", FREE)
-    g = f.grid(60, 34, slots // cols, cols, cw, ch, slot, size=SIZE_SMALL,
+        return ([f"b{b}", f"w{w}"], hue(b)) if b < blocks else ("", FREE)
+    g = f.grid(55, 34, slots // cols, cols, cw, ch, slot, size=SIZE_SMALL,
                row_labels=[f"{r * cols}–{r * cols + cols - 1}" for r in range(slots // cols)])
-    f.legend(60, g.bottom(slots // cols - 1) + 16,
-             [(hue(0), "b0 w1: warp 1 of resident block 0"),
+    f.legend(55, g.bottom(slots // cols - 1) + 16,
+             [(hue(0), "b0 over w1: warp 1 of resident block 0"),
               (FREE, "an empty slot: no registers left for a block")])
 
     y = g.bottom(slots // cols - 1) + 50
     f.text(10, y, f"2. The SM's {H100_REGS_PER_SM:,} registers: {NUM_THREADS} threads × "
            f"{V1_REGS_PER_THREAD} registers = {per_block:,} per block", size=SIZE_TITLE, weight="bold")
-    bx, bw, bh = 10, 800, 34
+    bx, bw, bh = 10, 800, 40
     scale = bw / H100_REGS_PER_SM
     by = y + 18
     for b in range(blocks):

@@ -35,7 +35,7 @@ def grid() -> Figure:
                "partial blocks and one that returns at once.")
     f.text(10, 14, "grid = (num_heads, num_seqs, max_num_partitions): one thread block per cell",
            size=SIZE_TITLE, weight="bold")
-    x0, y0, w, h = 130, 64, 140, 46
+    x0, y0, w, h = 104, 64, 144, 50
     for layer in (2, 1):  # the other heads, behind the front layer
         f.rect(x0 + 8 * layer, y0 - 8 * layer, w * MAX_NUM_PARTITIONS, h * len(SEQ_LENS),
                fill="#ffffff", stroke=RULE, sw=1, dash="4 3")
@@ -43,8 +43,8 @@ def grid() -> Figure:
         f.text(x0 + w * p + w / 2, y0 - 26, f"partition {p}", size=SIZE_SMALL, anchor="middle",
                fill=MUTED)
     for s, n in enumerate(SEQ_LENS):
-        f.text(x0 - 10, y0 + h * s + h / 2 - 7, f"sequence {s}", size=SIZE, anchor="end")
-        f.text(x0 - 10, y0 + h * s + h / 2 + 8, f"{n} tokens", size=SIZE_SMALL, anchor="end",
+        f.text(x0 - 10, y0 + h * s + h / 2 - 8, f"sequence {s}", size=SIZE, anchor="end")
+        f.text(x0 - 10, y0 + h * s + h / 2 + 9, f"{n} tokens", size=SIZE_SMALL, anchor="end",
                fill=MUTED)
         for p in range(MAX_NUM_PARTITIONS):
             k = kind(s, p)
@@ -54,8 +54,8 @@ def grid() -> Figure:
             f.box(x0 + w * p, y0 + h * s, w, h, rows, fill=colour.fill, stroke=colour.ink,
                   size=SIZE_SMALL, rx=0, dash="4 3" if k == "empty" else None,
                   color=INK if k != "empty" else MUTED)
-    right = x0 + w * MAX_NUM_PARTITIONS + 34
-    f.lines(right, y0 + 60, ["blockIdx.x: the query head", "(one layer per head, dashed)",
+    right = x0 + w * MAX_NUM_PARTITIONS + 32
+    f.lines(right, y0 + 1.5 * h, ["blockIdx.x: the query head", "(one layer per head, dashed)",
                              "blockIdx.y: the sequence (rows)",
                              "blockIdx.z: the partition"],
             size=SIZE_SMALL, anchor="start", fill=MUTED, gap=1.6)
@@ -127,46 +127,46 @@ def reduce() -> Figure:
                "accumulator, rescaled by its βₚ, are summed, and the sum is divided once.")
     f.text(10, 14, "paged_attention_v2_reduce_kernel: one thread block per (head, sequence)",
            size=SIZE_TITLE, weight="bold")
-    bw, gap, by = 128, 22, 300
-    xs = [40 + p * (bw + gap) for p in range(n)]
+    bw, gap, by = 140, 14, 300
+    xs = [34 + p * (bw + gap) for p in range(n)]
     for p, x in enumerate(xs):
         f.box(x, by, bw, 48, [f"partition {p}", f"m{SUB[p]}, denom{SUB[p]}, acc{SUB[p]}"], fill=hue(p).fill,
               stroke=hue(p).ink, size=SIZE_SMALL)
     centre = 410
     my, wy, sy = 222, 150, 74
-    f.box(centre - 130, my, 260, 40, ["M = maxₚ mₚ", "block_max: a butterfly tree"],
+    f.box(centre - 130, my, 260, 44, ["M = maxₚ mₚ", "block_max: a butterfly tree"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
     for p, x in enumerate(xs):
-        f.arrow(x + bw / 2, by - 1, centre + (x + bw / 2 - centre) * 0.35, my + 41,
+        f.arrow(x + bw / 2, by - 1, centre + (x + bw / 2 - centre) * 0.35, my + 45,
                 color=hue(p).ink)
-    f.box(centre - 260, wy, 520, 40,
+    f.box(centre - 260, wy, 520, 44,
           [f"βₚ = exp(mₚ − M), a tile of {NUM_THREADS} partitions at a time",
            "weights[] in shared memory; barriers around each tile"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
-    f.arrow(centre, my - 1, centre, wy + 41, color=STATE.ink)
-    f.box(40, sy, 330, 40, ["denom = Σₚ βₚ · denomₚ",
+    f.arrow(centre, my - 1, centre, wy + 45, color=STATE.ink)
+    f.box(22, sy, 360, 44, ["denom = Σₚ βₚ · denomₚ",
                             "a share per thread, then block_sum (a tree)"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
-    f.box(450, sy, 330, 40, ["acc[δ] = Σₚ βₚ · accₚ[δ]",
+    f.box(438, sy, 360, 44, ["acc[δ] = Σₚ βₚ · accₚ[δ]",
                              "δ's thread adds the partitions in order"],
           fill=STATE.fill, stroke=STATE.ink, size=SIZE_SMALL)
-    f.arrow(centre - 80, wy - 1, 205, sy + 41, color=STATE.ink)
-    f.arrow(centre + 80, wy - 1, 615, sy + 41, color=STATE.ink)
-    f.box(centre - 125, 24, 250, 28, "out[b, h, δ] = acc[δ] / denom", fill="#ffffff",
+    f.arrow(centre - 80, wy - 1, 202, sy + 45, color=STATE.ink)
+    f.arrow(centre + 80, wy - 1, 618, sy + 45, color=STATE.ink)
+    f.box(centre - 140, 24, 280, 28, "out[b, h, δ] = acc[δ] / denom", fill="#ffffff",
           stroke=INK, size=SIZE_SMALL, mono=True)
-    f.arrow(205, sy - 1, centre - 60, 53, color=INK)
-    f.arrow(615, sy - 1, centre + 60, 53, color=INK)
+    f.arrow(202, sy - 1, centre - 60, 53, color=INK)
+    f.arrow(618, sy - 1, centre + 60, 53, color=INK)
     # Every partition's denominator and accumulator go straight to the two sums (only the maxima
     # go through M): a bus under the partitions, up both margins, into the sums' outer sides.
-    bus_y, rail_left, rail_right = by + 66, 20, 800
+    bus_y, rail_left, rail_right = by + 66, 10, 810
     for p, x in enumerate(xs):
         f.line(x + bw / 2, by + 49, x + bw / 2, bus_y, stroke=hue(p).ink)
     f.line(rail_left, bus_y, rail_right, bus_y, stroke=INK)
-    f.path(f"M{rail_left},{bus_y} L{rail_left},{sy + 20} L39,{sy + 20}", stroke=INK, arrow=True)
-    f.path(f"M{rail_right},{bus_y} L{rail_right},{sy + 20} L781,{sy + 20}", stroke=INK,
+    f.path(f"M{rail_left},{bus_y} L{rail_left},{sy + 22} L21,{sy + 22}", stroke=INK, arrow=True)
+    f.path(f"M{rail_right},{bus_y} L{rail_right},{sy + 22} L799,{sy + 22}", stroke=INK,
            arrow=True)
-    f.text(rail_left + 6, sy + 58, "denomₚ", size=SIZE_SMALL)
-    f.text(rail_right - 6, sy + 58, "accₚ", size=SIZE_SMALL, anchor="end")
+    f.text(rail_left + 6, sy + 62, "denomₚ", size=SIZE_SMALL)
+    f.text(rail_right - 6, sy + 62, "accₚ", size=SIZE_SMALL, anchor="end")
     f.text(centre, bus_y + 16, "mₚ goes to the max; denomₚ and accₚ go to the sums, "
            "scaled there by βₚ", size=SIZE_SMALL, anchor="middle")
     # Why the result is the same on every run: in the caption.
@@ -188,19 +188,19 @@ def measured() -> Figure:
     v2 = h100.bench_series("06", "BM_GpuPagedAttentionV2")
     read = h100.bench_series("06", "BM_GpuReadRoofline")
     refused = h100.refused_pct("06", "BM_GpuPagedAttentionV2")
-    row_h = 40
+    row_h = 44
     f = Figure(820, 104 + row_h * len(BATCHES), "v1 and v2 on an H100",
                "For the seven benchmark batches, one run of lab06_bench on one H100: lab 05's v1 "
                "and this lab's v2 in GB/s of the K and V bytes they must read, the read yardstick "
                "over the same buffers in the same run, and v2's target where it is a fraction "
                "of the yardstick.")
-    x0 = 230
+    x0 = h100.BARS_X
     scale = h100.gbps_scale(f, x0, f.width - x0 - h100.LABEL_ROOM - 20, 40 + row_h * len(BATCHES))
     for i, (seqs, tokens, heads, kv, target) in enumerate(BATCHES):
         shape = (seqs, tokens, heads, kv)
         y = 42 + row_h * i
-        f.text(10, y + 10, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
-        f.text(10, y + 25, f"target ≥ {target}% of the yardstick" if target
+        f.text(10, y + 9, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
+        f.text(10, y + 27, f"target ≥ {target}% of the yardstick" if target
                else "target: v2 ≥ v1" if shape in v1 else "no target: v1 cannot run",
                size=SIZE_SMALL, fill=MUTED)
         def bar(style, figure, missing, bold=False):
@@ -212,7 +212,7 @@ def measured() -> Figure:
             v2_bar = (WARPS[3], read[shape][0] * refused[shape] / 100,
                       f"refused ({refused[shape]:.0f}%)", "", True, True)
         h100.batch_bars(f, x0, scale, y, read[shape][0], target, [
-            bar(WARPS[0], v1.get(shape), "v1: logits too big for shared memory"), v2_bar])
+            bar(WARPS[0], v1.get(shape), "v1: logits exceed shared memory"), v2_bar])
     y = 62 + row_h * len(BATCHES)
     end = f.legend(10, y, [(WARPS[0], "v1 (lab 05)"), (WARPS[3], "v2 (this lab)"),
                            (STATE, "target")])
@@ -240,7 +240,7 @@ LOOP_FIRST_BLOCK = LOOP_PARTITION * PARTITION_SIZE // LOOP_BLOCK_SIZE
 
 
 def key_loop() -> Figure:
-    size = NOTE_SIZE  # every label at 13 px: the figure is read at the column's width
+    size = NOTE_SIZE  # every label at 14 px: the figure is read at the column's width
     row_h, bar_h, phase_h = 34, 24, 30
     blocks = [list(range(w, LOOP_BLOCKS, NUM_WARPS)) for w in range(NUM_WARPS)]
     loop_rows = max(len(b) for b in blocks) + 1  # the first load, then one row per block
@@ -256,11 +256,12 @@ def key_loop() -> Figure:
     y = 34
     barrier = 0
 
-    def phase(text):
+    def phase(*rows):  # one line, or two where one would run to the box's edge
         nonlocal y
-        f.rect(10, y + 3, 800, phase_h - 6, fill=STATE.fill, stroke=STATE.ink, sw=1)
-        f.text(18, y + phase_h / 2, text, size=size)
-        y += phase_h
+        h = phase_h + (len(rows) - 1) * 18
+        f.rect(10, y + 3, 800, h - 6, fill=STATE.fill, stroke=STATE.ink, sw=1)
+        f.lines(18, y + h / 2, rows, size=size, anchor="start", gap=18 / size)
+        y += h
 
     def sync(why):
         nonlocal y, barrier
@@ -270,7 +271,7 @@ def key_loop() -> Figure:
 
     last = LOOP_FIRST_BLOCK + LOOP_BLOCKS - 1
     phase(f"Step 2: q → q_vecs, and block_tables[b, {LOOP_FIRST_BLOCK} … {last}] → "
-          f"block_ids[0 … {LOOP_BLOCKS - 1}]: the table's slice, one coalesced read")
+          f"block_ids[0 … {LOOP_BLOCKS - 1}]:", "the table's slice, one coalesced read")
     sync("q_vecs and block_ids visible to every warp")
 
     # Step 3, per warp: a column of two tracks, the loads in flight and the dot products.
@@ -306,7 +307,8 @@ def key_loop() -> Figure:
     sync("every weight visible to the value loop (block_sum)")
     phase("Step 5: each warp's values at block_ids[i], no table load; Step 6: its rows → warp_rows")
     sync("every warp's rows visible: the one barrier of the cross-warp sum")
-    phase("Step 7: each thread adds element thread_idx (and thread_idx + 128) of the four rows → tmp_out")
+    phase("Step 7: each thread adds element thread_idx (and thread_idx + 128)",
+          "of the four rows → tmp_out")
     # How many bytes are in flight, and why no table read waits in front of a load: the caption
     # says it once (16 tokens × 128 × 2 B = 4 KiB per warp, 16 KiB per thread block).
     f.height = y + 6

@@ -58,8 +58,10 @@ def ring() -> Figure:
     assert rows[-1]["kind"] == "barrier" and any(r.get("empty") for r in rows)
 
     rh, top = 24, 62
-    code_x, lane_x, lane_w, gap = 100, 318, 112, 10
-    groups_x = lane_x + 2 * lane_w + gap + 24
+    # the code column holds "sum += stage[0][r * 64 + t]" (227 px at 14 px), the notes on the
+    # right "tile 0: visible to every thread"; the lanes take what is left between them
+    code_x, lane_x, lane_w, gap = 96, 334, 96, 10
+    groups_x = lane_x + 2 * lane_w + gap + 14
     f = Figure(820, top + rh * len(rows) + 70,
                "The two-stage ring of ring_column_sum_kernel, as one thread runs it",
                f"tiles = {RING_TILES}. Time runs down. Tile i's copy goes to stage i mod 2 at "
@@ -110,8 +112,12 @@ def ring() -> Figure:
         h = hue(k)
         f.rect(x, y0, w, y1 - y0, fill=mix(h.fill, PAPER, 0.55), stroke=h.ink, sw=1.2, rx=2,
                dash="4 3")
-        f.lines(x + w / 2, (y0 + y1) / 2, [f"tile {k}", "in flight"], size=SIZE_SMALL,
-                fill=h.ink)
+        # The label on the boundary of two rows without a barrier, nearest the span's middle,
+        # so that no barrier's line runs through it.
+        clear = [top + b * rh for b in range(issue + 1, first)
+                 if rows[b - 1]["kind"] != "barrier" and rows[b]["kind"] != "barrier"]
+        at = min(clear, key=lambda c: abs(c - (y0 + y1) / 2), default=(y0 + y1) / 2)
+        f.lines(x + w / 2, at, [f"tile {k}", "in flight"], size=SIZE_SMALL, fill=h.ink)
         f.rect(x, y1, w, y2 - y1, fill=h.fill, stroke=h.ink, sw=1.6, rx=2)
         f.lines(x + w / 2, (y1 + y2) / 2, [f"tile {k}", "summed"], size=SIZE_SMALL,
                 weight="bold")

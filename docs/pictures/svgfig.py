@@ -35,15 +35,15 @@ RULE = "#9aa5b1"       # light outlines, dashed frames
 PAPER = "#ffffff"
 BARRIER_INK = "#c0392b"  # __syncthreads() in every kernel timeline
 
-SIZE_TITLE = 14        # a panel's title
-SIZE = 13              # ordinary labels
-SIZE_SMALL = 13        # cell contents, annotations: the smallest text. 13 px because the
-                       # narrowest column (a 1000 px window, the sidebar shown) is 723 px and
-                       # draws an 820 px figure at 88%: 11.5 px there, over the book's 11 px floor;
-                       # at a 1400 px window (808 px column) 12.8 px, over the 12 px bar there
+SIZE_TITLE = 15        # a panel's title
+SIZE = 14              # ordinary labels
+SIZE_SMALL = 14        # cell contents, annotations: the smallest text. 14 px because a 1400 px
+                       # window's column (808 px) draws an 820 px figure at 98.5%: 13.8 px there,
+                       # well over the 12 px bar; the narrowest column (a 1000 px window, the
+                       # sidebar shown) is 723 px and draws it at 88%: 12.3 px, over the 11 px floor
 SIZE_LARGE = 16        # the values a dense picture is read by (a lattice's cells, a pool's rows):
                        # larger than the labels around them, with `_{...}` indices at SIZE_SMALL
-NOTE_SIZE = 13         # a figure's legend lines (Figure.paragraph); what a figure means is said
+NOTE_SIZE = 14         # a figure's legend lines (Figure.paragraph); what a figure means is said
                        # once, in its caption under it, not in a note inside the picture
 STROKE = 1.2
 

@@ -236,14 +236,16 @@ class BookChecksTest(unittest.TestCase):
         self.assertIn("smaller than 11 px at the 723 px column of a 1000 px window", at[1000][0])
         self.assertIn("sizes 10.8 px", at[1000][0])
 
-    def test_13_px_figure_text_passes_at_every_width(self):
-        # 13 * 723 / 820 = 11.5 px at the narrowest column, 13 * 808 / 820 = 12.8 px at 1400 px:
-        # svgfig.py's smallest size.
-        self.site.svg("map.svg", '<text x="1" y="1" font-size="13">T0</text>', width=820)
+    def test_14_px_figure_text_passes_at_every_width(self):
+        # 14 * 723 / 820 = 12.3 px at the narrowest column, 14 * 808 / 820 = 13.8 px at 1400 px:
+        # svgfig.py's smallest size. 13 px, the size before it, passes too (11.5 and 12.8 px).
         self.site.page("lab_05.html", '<div class="image"><img src="map.svg"/></div>')
-        for width in check.WIDTHS:
-            self.assertEqual(check.figure_text_check(self.site.dir, self.site.pages,
-                                                     check.COLUMN_AT[width], window=width), [])
+        for size in (14, 13):
+            self.site.svg("map.svg", f'<text x="1" y="1" font-size="{size}">T0</text>', width=820)
+            for width in check.WIDTHS:
+                self.assertEqual(check.figure_text_check(self.site.dir, self.site.pages,
+                                                         check.COLUMN_AT[width], window=width),
+                                 [], (size, width))
 
     # -- table captions --
     TABLE = '<table class="markdownTable">\n<tr class="markdownTableHead">\n<th>file </th><th>what it is </th></tr>\n<tr><td>a</td><td>b</td></tr></table>'
