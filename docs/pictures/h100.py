@@ -8,22 +8,11 @@ from pathlib import Path
 from svgfig import INK, MUTED, PAPER, RULE, SIZE, SIZE_SMALL, STATE, Figure, text_width
 
 GPU_DATA = Path(__file__).resolve().parent.parent / "figures" / "gpu"
-LAB05_BENCH = GPU_DATA / "h100-lab05_bench-2026-11-22.json"   # tools/lab bench 05, on the H100
 TORCH_SDPA = GPU_DATA / "h100-torch-sdpa-2026-11-22.jsonl"    # PyTorch SDPA, same batches
 # One run of labs 05-07's benchmarks and of PyTorch on the same H100, at commit 58f6460.
 LAB_BENCH = {lab: GPU_DATA / f"h100-lab{lab}_bench-2026-11-26.json" for lab in ("05", "06", "07")}
 TORCH_SDPA_RUN2 = GPU_DATA / "h100-torch-sdpa-2026-11-26.jsonl"  # the same day, lab 07's batches
 GBPS_MAX = 3200  # the scale's right end: above the H100's read of about 2.94 TB/s
-
-
-def lab05_v1() -> dict:
-    """GB/s of lab 05's v1 kernel, per batch."""
-    v1 = {}
-    for b in json.loads(LAB05_BENCH.read_text())["benchmarks"]:
-        if b["name"].startswith("BM_GpuPagedAttentionV1"):
-            v1[(int(b["seqs"]), int(b["tokens"]), int(b["heads"]), int(b["kv_heads"]))] = \
-                b["bytes_per_second"] / 1e9
-    return v1
 
 
 def bench_series(lab: str, series: str) -> dict:

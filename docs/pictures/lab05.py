@@ -558,47 +558,47 @@ def banks() -> Figure:
 
 # ---- the H100 measurements ------------------------------------------------------------------------
 
+# The table's 2026-11-26 column: each batch's v1 from the program that timed it that day (lab
+# 05's own three, lab 06's four, lab 07's one), beside that program's read yardstick.
+GPU_BATCHES = (((64, 1024, 32, 32), "05"), ((16, 4096, 32, 32), "05"), ((128, 2048, 32, 8), "07"),
+               ((4, 8192, 32, 32), "06"), ((64, 4096, 32, 4), "05"), ((1, 16384, 32, 32), "06"),
+               ((1, 2048, 32, 32), "06"))
+
+
 def gpu() -> Figure:
-    ROW = 42  # one batch: its two label lines, v1's bar and FlashAttention's
-    v1 = h100.lab05_v1()
-    torch = h100.torch_sdpa()
-    order = sorted(v1, key=lambda s: -v1[s])
-    f = Figure(820, 84 + ROW * len(order), "paged_attention_v1 on an H100",
+    v1 = {lab: h100.bench_series(lab, "BM_GpuPagedAttentionV1") for lab in ("05", "06", "07")}
+    read = {lab: h100.bench_series(lab, "BM_GpuReadRoofline") for lab in ("05", "06", "07")}
+    flash = h100.torch_sdpa()  # 2026-11-22: the batches PyTorch timed
+    rows = [(shape, lab, [(WARPS[0], *v1[lab][shape])] +
+             ([(WARPS[2], flash[shape]["sdpa_flash_GBps"], None)] if shape in flash else []))
+            for shape, lab in GPU_BATCHES]
+    pitch = 44  # a batch's two label lines and the gap under them, as lab 06's figure
+    height = sum(max(pitch, h100.BAR_PITCH * len(bars) + 14) for _, _, bars in rows)
+    f = Figure(820, 104 + height, "paged_attention_v1 on an H100",
                "GB/s of K and V each call must read, for seven decode batches (float16, head "
-               "size 128, block size 16), against FlashAttention through PyTorch and a plain "
-               "read of the same bytes.")
+               "size 128, block size 16): v1 on 2026-11-26 with its percentage of the same run's "
+               "read yardstick, and FlashAttention through PyTorch on 2026-11-22 where it was "
+               "timed.")
     x0 = h100.BARS_X
-    scale = h100.gbps_scale(f, x0, 540, 44 + ROW * len(order))
-    for i, shape in enumerate(order):
+    scale = h100.gbps_scale(f, x0, f.width - x0 - h100.LABEL_ROOM - 20, 40 + height)
+    y = 42
+    for shape, lab, bars in rows:
         seqs, tokens, heads, kv = shape
-        y = 44 + ROW * i
         f.text(10, y + 9, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
         f.text(10, y + 27, f"grid: {heads * seqs:,} thread blocks", size=SIZE_SMALL, fill=MUTED)
-        row = torch.get(shape)
-        read_x = x0 + row["read_sum_GBps"] * scale if row else None
-
-        def clear(x: float, text: str) -> float:  # a label that would touch the tick: past it
-            if read_x and x < read_x + 4 and x + text_width(text, SIZE_SMALL) * 1.06 > read_x - 3:
-                return read_x + 6
-            return x
-        f.rect(x0, y + 2, v1[shape] * scale, 14, fill=WARPS[0].fill, stroke=WARPS[0].ink, sw=1)
-        label = f"{v1[shape]:,.0f}"
-        f.text(clear(x0 + v1[shape] * scale + 5, label), y + 9, label, size=SIZE_SMALL,
-               fill=WARPS[0].ink, weight="bold")
-        if row:
-            flash = row["sdpa_flash_GBps"]
-            f.rect(x0, y + 20, flash * scale, 13, fill=WARPS[2].fill, stroke=WARPS[2].ink, sw=1)
-            label = f"{flash:,.0f}"
-            f.text(clear(x0 + flash * scale + 5, label), y + 26.5, label, size=SIZE_SMALL,
-                   fill=WARPS[2].ink)
-            f.line(read_x, y, read_x, y + 35, stroke=INK, sw=2)
-    y = 60 + ROW * len(order)
-    end = f.legend(10, y, [(WARPS[0], "lab 05's v1 (lab05_bench)"),
-                           (WARPS[2], "FlashAttention via PyTorch, contiguous")])
+        h100.batch_bars(f, x0, scale, y, read[lab][shape][0], None, [
+            (hue_, gbps, f"{gbps:,.0f}  ({pct:.0f}%)" if pct is not None else f"{gbps:,.0f}", "",
+             hue_ is WARPS[0]) for hue_, gbps, pct in bars])
+        y += max(pitch, h100.BAR_PITCH * len(bars) + 14)
+    y += 20
+    end = f.legend(10, y, [(WARPS[0], "v1 (lab 05), 2026-11-26"),
+                           (WARPS[2], "FlashAttention via PyTorch, 2026-11-22")])
     f.line(end, y - 7, end, y + 7, stroke=INK, sw=2)
-    f.text(end + 6, y, "PyTorch's sum, same bytes", size=SIZE_SMALL)
+    f.text(end + 6, y, "read yardstick", size=SIZE_SMALL)
+    f.text(10, y + 22, "% in brackets: of the read yardstick timed by the same program that day",
+           size=SIZE_SMALL, fill=MUTED)
+    f.height = y + 40
     return f
-
 
 
 # ---- the GPU in one page --------------------------------------------------------------------------
