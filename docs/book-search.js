@@ -143,11 +143,14 @@ var BookSearch = {
       for (var k = 0; k < words.length; ++k) {
         uses += Math.min(5, (s.low.match(starts[k]) || []).length);
       }
-      found.push({ section: s, order: i, rank: [whole, tier, -uses] });
+      // A page whose title holds every word (its opening section, no anchor) is the best hit of
+      // its tier: "online softmax" finds lab 02 before a later section that mentions it more.
+      var opening = s[1] === "" ? 0 : 1;
+      found.push({ section: s, order: i, rank: [whole, tier, opening, -uses] });
     }
     found.sort(function (a, b) {
       return a.rank[0] - b.rank[0] || a.rank[1] - b.rank[1] || a.rank[2] - b.rank[2] ||
-             a.order - b.order;
+             a.rank[3] - b.rank[3] || a.order - b.order;
     });
     return found;
   },

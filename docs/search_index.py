@@ -30,7 +30,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 OUTPUT = "search_book.js"
-SKIP_CLASSES = {"fragment", "toc", "katex", "katex-display", "book-nav", "caption-number"}
+# book-bench-intro: a chapter page's strip of links to its other pages, navigation, not text
+SKIP_CLASSES = {"fragment", "toc", "katex", "katex-display", "book-nav", "caption-number",
+                "book-bench-intro"}
 SKIP_TAGS = {"script", "style", "svg", "pre", "math", "object", "iframe"}
 VOID = {"br", "img", "hr", "input", "meta", "link", "wbr", "col", "area", "source"}
 BLOCK = {"p", "div", "li", "tr", "td", "th", "dt", "dd", "br", "h1", "h2", "h3", "h4", "h5",
