@@ -1,6 +1,6 @@
 """Lab 03's pictures (labs/03-flash-decoding/README.md)."""
 from svgfig import (INK, MUTED, RULE, SHARED, SIZE, SIZE_SMALL, SIZE_TITLE, STATE, Figure,
-                    hue, PALETTE)
+                    hue, PALETTE, text_width)
 
 
 def array_split(n: int, p: int) -> list[int]:
@@ -111,18 +111,31 @@ def cascade() -> Figure:
           stroke=SHARED.ink, rx=0, size=SIZE_SMALL)
     f.text(px, py + 40, "one pass for q0 … q3 together", size=SIZE_SMALL, fill=SHARED.ink)
     f.text(px, py + 58, "(a matrix product)", size=SIZE_SMALL, fill=SHARED.ink)
-    # The bus runs down clear of that text; the outputs o0..o3 end inside the right edge.
-    mx, ry, rrow, bx, bw, bus, hh = 768, 118, 46, 636, 110, 624, 20
+    # What the pass and each suffix give are states, not keys: per request two states
+    # σ = (m, denom, acc), named as the chapter names them, yellow and rounded like every state
+    # in the book and framed in the colour of the keys they were computed from (purple: the
+    # shared prefix, in the one pass; the request's colour: its own suffix, whose keys are the
+    # small square box, as in the dense panel). The bus runs down clear of the text; the
+    # outputs o0..o3 end inside the right edge.
+    mx, ry, rrow, bx, bw, bus, hh = 768, 122, 56, 644, 100, 604, 24
+    kx, kw = bus + 8, suffix_w - 4  # a request's suffix keys, left of its suffix state
+
+    def state(y: float, label: str, frame: str) -> None:
+        # The label sits 2.5 px above the box's middle, so that the lowered σ index keeps as
+        # much room from the bottom edge as the capitals keep from the top.
+        assert text_width(label, SIZE_SMALL) < bw - 8, label
+        f.rect(bx, y, bw, hh, fill=STATE.fill, stroke=frame, rx=4)
+        f.text(bx + bw / 2, y + hh / 2 - 2.5, label, size=SIZE_SMALL, anchor="middle")
     f.line(px + prefix_w, py + bh / 2, bus, py + bh / 2, stroke=SHARED.ink)
     f.line(bus, py + bh / 2, bus, ry + (requests - 1) * rrow - hh / 2 - 1, stroke=SHARED.ink)
     for r in range(requests):
         yc = ry + r * rrow
         h = hue(r if r < 3 else 6)
         f.arrow(bus, yc - hh / 2 - 1, bx - 1, yc - hh / 2 - 1, color=SHARED.ink)
-        f.box(bx, yc - hh - 1, bw, hh, f"prefix of q{r}", fill=SHARED.fill, stroke=SHARED.ink,
-              rx=0, size=SIZE_SMALL)
-        f.box(bx, yc + 1, bw, hh, f"suffix of q{r}", fill=h.fill, stroke=h.ink, rx=0,
-              size=SIZE_SMALL)
+        state(yc - hh - 1, f"σ_{{pre}} for q{r}", SHARED.ink)
+        f.rect(kx, yc + 3, kw, hh - 4, fill=h.fill, stroke=h.ink)
+        f.arrow(kx + kw, yc + 1 + hh / 2, bx - 1, yc + 1 + hh / 2, color=h.ink)
+        state(yc + 1, f"σ_{{suf}} for q{r}", h.ink)
         f.rect(mx - 12, yc - 12, 24, 24, fill=STATE.fill, stroke=STATE.ink, rx=12)
         f.text(mx, yc, "⊕", size=14, anchor="middle")
         f.arrow(bx + bw, yc - hh / 2, mx - 12, yc - 3, color=SHARED.ink)
@@ -132,6 +145,7 @@ def cascade() -> Figure:
     # On two lines, so that it ends clear of the bus.
     f.text(px, y0 + requests * row + 10, "n_pre + R · n_suf", size=SIZE_SMALL, fill=MUTED)
     f.text(px, y0 + requests * row + 28, "key rows read", size=SIZE_SMALL, fill=MUTED)
+    f.legend(px, ry + (requests - 1) * rrow + hh / 2 + 1, [(STATE, "σ = (m, denom, acc)")])
     # The benchmark's numbers (R = 8, n_pre = 512, n_suf = 64): the caption under the figure.
     f.height = ry + (requests - 1) * rrow + hh + 12
     return f

@@ -1,6 +1,6 @@
 """Lab 04's pictures (labs/04-varlen-batch/README.md)."""
-from svgfig import (FREE, INK, MASKED, MUTED, REQUEST_A, REQUEST_B, RULE, SIZE, SIZE_SMALL,
-                    SIZE_TITLE, VISIBLE, Figure, hue)
+from svgfig import (FREE, INK, MASKED, MUTED, PAPER, REQUEST_A, REQUEST_B, RULE, SIZE,
+                    SIZE_SMALL, SIZE_TITLE, VISIBLE, Figure, hue)
 
 BLOCK_SIZE = 4
 # The mixed batch of the chapter's table: A decodes (6 cached + 1 new), B prefills a chunk
@@ -173,7 +173,7 @@ def write_read() -> Figure:
 
     # The pool, one row per block, the rows drawn apart: an arrow runs along the gap above the
     # block it writes into and ends at a bracket over the cells it fills.
-    px, py, cw, rh, gap = 370, 62, 48, 28, 26
+    px, py, cw, rh, gap = 406, 62, 48, 28, 26
     pitch = rh + gap
 
     def top(b):
@@ -221,6 +221,14 @@ def write_read() -> Figure:
         else:
             runs.append([i])
     bx = sx + sw_
+    # The arrows run square through the gap between the rows and the pool, each in one of two
+    # lanes: an arrow that goes down turns in the left lane, one that goes up in the right lane.
+    # B's rows 1-3 go down to block 6 past the rows 4-6 that go up to block 3, so the two must
+    # cross; they cross once, at a right angle, in the middle of the gap, the later arrow drawn
+    # over a break in the earlier one.
+    lanes = {True: bx + 44, False: bx + 78}
+    drawn_hs: list[tuple[float, float, float]] = []
+    drawn_vs: list[tuple[float, float, float]] = []
     for run in runs:
         h = new_rows[run[0]][3]
         y1, y2 = py + run[0] * pitch_q + 13, py + run[-1] * pitch_q + 13
@@ -237,11 +245,29 @@ def write_read() -> Figure:
         xl, xr, t = px + o1 * cw + 3, px + (o2 + 1) * cw - 3, top(b)
         f.path(f"M{xl:g},{t - 2:g} L{xl:g},{t - 7:g} L{xr:g},{t - 7:g} L{xr:g},{t - 2:g}",
                stroke=h.ink, sw=1.2)
-        # The arrow: out of the rows, along the gap above the block (clear of the block labels,
-        # which sit level with the blocks), and down onto the bracket's middle.
-        xm, ya, turn = (xl + xr) / 2, t - 19, 300
-        f.path(f"M{x0:g},{y0:g} C{x0 + 40:g},{y0:g} {turn - 40:g},{ya:g} {turn:g},{ya:g} "
-               f"L{xm - 5:g},{ya:g} Q{xm:g},{ya:g} {xm:g},{ya + 5:g} L{xm:g},{t - 8:g}",
+        # The arrow: out of the rows to its lane, along the lane to the gap above the block
+        # (clear of the block labels, which sit level with the blocks), along that gap and
+        # down onto the bracket's middle; r rounds the corners.
+        xm, ya, r = (xl + xr) / 2, t - 19, 6
+        turn = lanes[ya > y0]
+        sy = 1 if ya > y0 else -1
+        # Where this arrow crosses one drawn before, a stroke of paper along this arrow breaks
+        # the earlier one, so that the crossing reads as one line passing over the other.
+        hs = [(min(x0, turn), max(x0, turn), y0), (turn, xm, ya)]
+        vs = [(turn, min(y0, ya), max(y0, ya)), (xm, ya, t - 8)]
+        for hx0, hx1, hy in hs:
+            for vx, vy0, vy1 in drawn_vs:
+                if hx0 < vx < hx1 and vy0 < hy < vy1:
+                    f.line(vx - 5, hy, vx + 5, hy, stroke=PAPER, sw=8)
+        for vx, vy0, vy1 in vs:
+            for hx0, hx1, hy in drawn_hs:
+                if hx0 < vx < hx1 and vy0 < hy < vy1:
+                    f.line(vx, hy - 5, vx, hy + 5, stroke=PAPER, sw=8)
+        drawn_hs += hs
+        drawn_vs += vs
+        f.path(f"M{x0:g},{y0:g} L{turn - r:g},{y0:g} Q{turn:g},{y0:g} {turn:g},{y0 + sy * r:g} "
+               f"L{turn:g},{ya - sy * r:g} Q{turn:g},{ya:g} {turn + r:g},{ya:g} "
+               f"L{xm - r:g},{ya:g} Q{xm:g},{ya:g} {xm:g},{ya + r:g} L{xm:g},{t - 8:g}",
                stroke=h.ink, arrow=True)
     f.text(10, py + len(new_rows) * pitch_q + 8, "(written by set_kv, before attention)",
            size=SIZE_SMALL, fill=MUTED)
@@ -249,7 +275,7 @@ def write_read() -> Figure:
     # Request B's read: each entry of its table row level with the block it names, so the
     # arrows run straight and apart; the entries' indices give the order of the keys.
     blocks, cached, new, h = BATCH["B"]
-    rx = 612
+    rx = pool_right + 50
     f.text(rx, 22, "B reads: table row 1", size=SIZE, weight="bold")
     f.text(rx, 42, "= [" + ", ".join(str(b) for b in blocks) + "]", size=SIZE_SMALL, mono=True)
     for j, b in enumerate(blocks):

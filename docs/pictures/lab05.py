@@ -680,6 +680,7 @@ def hierarchy() -> Figure:
 
 # The interlude's coalescing paragraph: one warp, 32 lanes, 8 bytes each, in 32-byte sectors.
 LOAD_BYTES, SECTOR_BYTES, SCATTER_STRIDE = 8, 32, 40
+ZOOM_LANES = 8                                      # the scattered load's lanes drawn enlarged
 
 
 def sectors_moved(stride: int) -> list[int]:
@@ -698,9 +699,12 @@ def coalescing() -> Figure:
     f = Figure(820, 380, "One warp's load, coalesced and scattered",
                f"Top: lane i of a warp reads the {LOAD_BYTES} bytes at {LOAD_BYTES}·i; the "
                f"{WARP_SIZE} loads fill {len(together)} sectors of {SECTOR_BYTES} bytes, "
-               f"{moved_t} bytes moved and all used. Bottom: lane i reads the {LOAD_BYTES} bytes "
+               f"{moved_t} bytes moved and all used. Middle: lane i reads the {LOAD_BYTES} bytes "
                f"at {SCATTER_STRIDE}·i; every lane's bytes lie in a sector of their own, "
-               f"{len(scattered)} sectors, {moved_s:,} bytes moved for {used} used.")
+               f"{len(scattered)} sectors, {moved_s:,} bytes moved for {used} used. Last: the "
+               f"scattered load's lanes 0 to {ZOOM_LANES - 1} enlarged, each lane's "
+               f"{LOAD_BYTES} bytes one quarter of a {SECTOR_BYTES}-byte sector, the sectors no "
+               f"lane reads not moved.")
     lane_w, lane_h, sec_w, sec_h = 25, 22, 20, 26
     px = sec_w / SECTOR_BYTES                          # one byte, in px
     used_fill = mix(WARPS[0].fill, WARPS[0].ink, 0.7)
@@ -726,16 +730,69 @@ def coalescing() -> Figure:
         for s in sectors:                              # sector edges over the bytes
             f.rect(x0 + (s - first) * sec_w, sy, sec_w, sec_h, stroke=INK, sw=1)
         x1 = x0 + (last - first + 1) * sec_w
-        f.brace(x0, x1, sy + sec_h + 3,
+        f.brace(x0, x1, sy + sec_h + 8,
                 f"{len(sectors)} sectors × {SECTOR_BYTES} bytes = {SECTOR_BYTES * len(sectors):,} "
                 f"bytes moved, {used} used", size=SIZE)
-        return sy + sec_h + 3 + 5 + 9
+        return sy + sec_h + 8 + 5 + 9, sy
 
     span_t = len(together) * sec_w
-    y = panel(14, f"1. Lane i reads the {LOAD_BYTES} bytes at {LOAD_BYTES}·i: neighbouring lanes, "
-              f"neighbouring bytes", LOAD_BYTES, together, 410 - span_t / 2)
-    y = panel(y + 34, f"2. The same load scattered: lane i reads the {LOAD_BYTES} bytes at "
-              f"{SCATTER_STRIDE}·i", SCATTER_STRIDE, scattered, 10)
+    y, _ = panel(14, f"1. Lane i reads the {LOAD_BYTES} bytes at {LOAD_BYTES}·i: neighbouring "
+                 f"lanes, neighbouring bytes", LOAD_BYTES, together, 410 - span_t / 2)
+    y, sy = panel(y + 34, f"2. The same load scattered: lane i reads the {LOAD_BYTES} bytes at "
+                  f"{SCATTER_STRIDE}·i", SCATTER_STRIDE, scattered, 10)
+
+    # Panel 2's first lanes enlarged: at 20 px a sector, a lane's quarter of it is 5 px and the
+    # point (three quarters of every sector moved for nothing) is hard to see at the page's
+    # scale. The inset draws lanes 0-7, the sectors 0-9 they span, at 78 px a sector.
+    zl = ZOOM_LANES
+    z_last = (SCATTER_STRIDE * zl - 1) // SECTOR_BYTES  # the last sector before lane zl's
+    z_secs = list(range(z_last + 1))
+    z_moved = sorted({b // SECTOR_BYTES for i in range(zl)
+                      for b in (SCATTER_STRIDE * i, SCATTER_STRIDE * i + LOAD_BYTES - 1)})
+    assert z_moved == [s_ for s_ in scattered if s_ <= z_last]   # the same sectors as panel 2's
+    z_skipped = [s_ for s_ in z_secs if s_ not in z_moved]
+    # The caption says each lane's bytes sit in a sector of their own, a quarter of it used,
+    # and the inset's title says lanes 0-7: the inset shows both.
+    assert len(z_moved) == zl and SECTOR_BYTES == 4 * LOAD_BYTES and zl == 8
+    # The enlarged lanes' sectors framed in panel 2 (solid: dashed means "not moved"); the
+    # frame's right side is the edge of sector z_last + 1, which starts where it ends.
+    f.rect(5, sy - 3, len(z_secs) * sec_w + 5, sec_h + 6, stroke=MUTED, sw=1.5, rx=3)
+    zw, zh = 78, 40                                    # an enlarged sector
+    zpx = zw / SECTOR_BYTES
+    zx0 = 410 - len(z_secs) * zw / 2
+    f.text(10, y + 34, f"3. Panel 2's lanes 0–{zl - 1} of {WARP_SIZE} enlarged (framed): "
+           f"{SECTOR_BYTES}-byte sectors in {LOAD_BYTES}-byte quarters", size=SIZE_TITLE,
+           weight="bold")
+    ly = y + 56                                        # the lanes, each over its bytes
+    zy = ly + 22 + 22                                  # the sectors
+    for s_ in z_secs:
+        sx = zx0 + s_ * zw
+        if s_ in z_moved:
+            f.rect(sx, zy, zw, zh, fill=moved_fill, stroke=None)
+            for q in range(1, SECTOR_BYTES // LOAD_BYTES):
+                f.line(sx + q * LOAD_BYTES * zpx, zy, sx + q * LOAD_BYTES * zpx, zy + zh,
+                       stroke=RULE, sw=1)
+        else:
+            f.rect(sx, zy, zw, zh, stroke=MUTED, sw=1, dash="3 2")
+            f.lines(sx + zw / 2, zy + zh / 2, ["not", "moved"], size=SIZE_SMALL, fill=MUTED,
+                    gap=1.15)
+    for i in range(zl):
+        bx = zx0 + SCATTER_STRIDE * i * zpx
+        f.rect(bx, zy, LOAD_BYTES * zpx, zh, fill=used_fill, stroke=None)
+        cx = bx + LOAD_BYTES * zpx / 2
+        f.box(cx - 18, ly, 36, 22, str(i), fill=WARPS[0].fill, stroke=PAPER, rx=0,
+              size=SIZE_SMALL, mono=True)
+        f.line(cx, ly + 22, cx, zy, stroke=WARPS[0].ink, sw=0.8)
+    for s_ in z_moved:
+        f.rect(zx0 + s_ * zw, zy, zw, zh, stroke=INK, sw=1)
+    for s_ in range(len(z_secs) + 1):                  # byte addresses at the sector edges
+        f.text(zx0 + s_ * zw, zy + zh + 11, f"{s_ * SECTOR_BYTES}", size=SIZE_SMALL,
+               anchor="middle", fill=MUTED)
+    used_z = zl * LOAD_BYTES
+    f.brace(zx0, zx0 + len(z_secs) * zw, zy + zh + 22,
+            f"{len(z_moved)} sectors × {SECTOR_BYTES} bytes = {SECTOR_BYTES * len(z_moved)} "
+            f"bytes moved, {used_z} used; {len(z_skipped)} not moved", size=SIZE)
+    y = zy + zh + 22 + 5 + 9
     y += 26
     end = f.legend(10, y, [(WARPS[0], "lane of warp 0"), (used_fill, "a lane's 8 bytes: moved, used"),
                            (moved_fill, "moved, not used")])
