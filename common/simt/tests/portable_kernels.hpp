@@ -74,18 +74,20 @@ __global__ void reverse_kernel(const float* __restrict__ in, float* __restrict__
 /// [dynamic_shared]
 
 /// [last_block_sum]
-/// out[0] = the sum of all of `in` ([gridDim.x * 32]) in one launch of one-warp blocks: each
-/// block writes its partial sum, and the block that counts itself last adds up the partials;
-/// out[1] = that block's index. `arrivals` holds 0 before the launch, and again after it.
+/// out[0] = the sum of all of `in` ([gridDim.x * 32]) in one launch of one-warp blocks:
+/// each block writes its partial sum, and the block that counts itself last adds up the
+/// partials; out[1] = that block's index. `arrivals` holds 0 before the launch, and again
+/// after it.
 __global__ void last_block_sum_kernel(const float* __restrict__ in, float* partials,
                                       unsigned* arrivals, float* __restrict__ out) {
   __shared__ bool is_last;
   const unsigned lane = threadIdx.x;  // one warp per block
   float v = in[blockIdx.x * 32 + lane];
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  for (int offset = 16; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
   if (lane == 0) {
     partials[blockIdx.x] = v;  // partials: [gridDim.x]
-    __threadfence();           // the partial is visible to every block before it is counted
+    __threadfence();           // the partial is visible to all before it is counted
     is_last = atomicAdd(arrivals, 1u) == gridDim.x - 1;
     if (is_last) {
       atomicExch(arrivals, 0u);  // every block has counted: ready for the next launch
@@ -97,7 +99,8 @@ __global__ void last_block_sum_kernel(const float* __restrict__ in, float* parti
   const volatile float* done = partials;  // volatile: each read goes to memory
   v = 0.0f;
   for (unsigned b = lane; b < gridDim.x; b += 32) v += done[b];
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  for (int offset = 16; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
   if (lane == 0) {
     out[0] = v;
     out[1] = static_cast<float>(blockIdx.x);

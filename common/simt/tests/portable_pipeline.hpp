@@ -68,19 +68,21 @@ __global__ void async_copy_neighbour_kernel(const float* __restrict__ src, float
 /// [async_copy_staged]
 
 /// [async_copy_ring]
-/// out[blockIdx.x, t] = the sum of column t of the block's [tiles * 4, 64] rows of `in`, read
-/// through a ring of two stages: tile i + 1's copies start before tile i is summed. Each thread
-/// copies 16 bytes of a tile and sums a column, so it reads floats other threads copied.
-/// `wait_count` is what each iteration passes to __pipeline_wait_prior: 1 is right.
-__global__ void ring_column_sum_kernel(const float* __restrict__ in, float* __restrict__ out,
-                                       int tiles, int wait_count) {
+/// out[blockIdx.x, t] = the sum of column t of the block's [tiles * 4, 64] rows of
+/// `in`, read through a ring of two stages: tile i + 1's copies start before tile i is
+/// summed. Each thread copies 16 bytes of a tile and sums a column, so it reads floats
+/// other threads copied. `wait_count` is what each iteration passes to
+/// __pipeline_wait_prior: 1 is right.
+__global__ void ring_column_sum_kernel(const float* __restrict__ in,
+                                       float* __restrict__ out, int tiles,
+                                       int wait_count) {
   constexpr int kCols = 64;                        // = blockDim.x
   constexpr int kTile = 4 * kCols;                 // floats in a tile: 4 rows of kCols
   alignas(16) __shared__ float stage[2][kTile];  // [stages, 4, kCols]
   const int t = static_cast<int>(threadIdx.x);
-  const float* rows = in + blockIdx.x * tiles * kTile;  // [tiles, 4, kCols], this block's
+  const float* rows = in + blockIdx.x * tiles * kTile;  // [tiles, 4, kCols], its own
   for (int i = 0; i < 4; ++i) stage[0][4 * t + i] = stage[1][4 * t + i] = 0.0f;
-  __syncthreads();  // zeros, so that a stage read before its copy landed shows in the sum
+  __syncthreads();  // zeros: a stage read before its copy landed shows in the sum
   const auto start_tile = [&](int tile) {  // one group per tile, empty past the end
     if (tile < tiles)
       __pipeline_memcpy_async(&stage[tile % 2][4 * t], &rows[tile * kTile + 4 * t], 16);
@@ -89,11 +91,11 @@ __global__ void ring_column_sum_kernel(const float* __restrict__ in, float* __re
   start_tile(0);
   float sum = 0.0f;
   for (int tile = 0; tile < tiles; ++tile) {
-    start_tile(tile + 1);               // into the other stage, free since the last barrier
+    start_tile(tile + 1);               // the other stage, free since the last barrier
     __pipeline_wait_prior(wait_count);  // 1: all but tile + 1's group have landed ...
     __syncthreads();                    // ... for every thread, and are visible to all
     for (int r = 0; r < 4; ++r) sum += stage[tile % 2][r * kCols + t];
-    __syncthreads();  // everyone is done with this stage: the next iteration refills it
+    __syncthreads();  // all done with this stage: the next iteration refills it
   }
   out[blockIdx.x * kCols + t] = sum;
 }
