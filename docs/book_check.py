@@ -825,6 +825,10 @@ document.fonts.ready.then(() => { clearTimeout(timer); report(); });
 AUDIT = r"""
 const contents = document.querySelector("div.contents") || document.body;
 const rendered = contents.querySelectorAll(".katex").length;
+// The formulas a reader sees with every fold closed: a browser loads KaTeX's fonts only for
+// text it lays out, so a page whose formulas all sit in closed folds loads none until one opens.
+const shown = [...contents.querySelectorAll(".katex")]
+    .filter(k => !k.closest("details:not([open])")).length;
 const errors = [...contents.querySelectorAll(".katex-error")]
     .map(e => (e.getAttribute("title") || e.textContent).slice(0, 80));
 // A formula drawn in KaTeX's own fonts: the stylesheet loaded and its fonts with it (without
@@ -852,7 +856,7 @@ const unlinked = [...contents.querySelectorAll("div.image object, div.image img"
     .filter(e => { const a = e.closest("a.book-figure-link");
                    return !a || a.getAttribute("href") !== (e.getAttribute("data") || e.getAttribute("src")); })
     .map(e => e.getAttribute("data") || e.getAttribute("src") || "");
-return {rendered, errors, styled, svgs, figures, unlinked, title: document.title};
+return {rendered, shown, errors, styled, svgs, figures, unlinked, title: document.title};
 """
 
 # The layout check, in the rendered page at the window's width. The content column is the page's
@@ -1139,7 +1143,9 @@ def _start_browser(log_path: Path):
 
 def _font_problems(fonts: list[dict], formulas: int, styled: bool) -> list[str]:
     """What WAIT_FOR_FONTS and AUDIT say is wrong with a page's formulas' fonts: KaTeX's
-    stylesheet not applied, a KaTeX font that failed to load, or formulas with none loaded."""
+    stylesheet not applied, a KaTeX font that failed to load, or formulas with none loaded.
+    `formulas` counts the formulas shown with the folds closed (AUDIT's `shown`): only those
+    make the browser load a font."""
     problems = []
     if not styled:
         problems.append("the formulas are not in KaTeX's fonts: katex/katex.min.css did not load")
@@ -1370,7 +1376,7 @@ def browser_check(html_dir: Path, pages: list[str], shots_dir: Path,
                 time.sleep(0.3)  # late console messages and requests
                 audit = driver.execute_script(AUDIT)
                 result.formulas, result.figures = audit["rendered"], audit["figures"]
-                result.problems += _font_problems(fonts, audit["rendered"], audit["styled"])
+                result.problems += _font_problems(fonts, audit["shown"], audit["styled"])
                 for tex in audit["errors"]:
                     result.problems.append(f"formula KaTeX could not render (katex-error): "
                                            f"\"{tex}\"")
