@@ -53,8 +53,9 @@ Run by the docs build (docs/CMakeLists.txt, after Doxygen) over the book's pages
   Doxygen resolves a name that two labs' headers both define (kNumThreads, kWarpSize,
   cuda_device_present) to the first it met, so lab 06's code linked to lab 05's constants and
   showed their tooltips. Such a link is dropped and its text kept.
-- A lesson's second page (lab_NN_lesson2.html) shows its first heading only as its title: the
-  heading itself is dropped, its anchor kept.
+- A lesson's second page (lab_NN_lesson2.html), a notes page and a measurements page show their
+  first heading only as their title ("Lab 06: notes", not also "Notes" under it): the heading
+  itself is dropped, its anchor kept.
 - A fold (details.book-fold) keeps the numbers of the tables and figures inside it, so its summary
   line names them ("… (Table 6.10)"): a closed fold never leaves an unexplained gap between
   6.9 and 6.11.
@@ -568,10 +569,11 @@ def drop_empty_related_pages(html_dir: Path) -> bool:
     return True
 
 
-# The heading a lesson's second page starts at (docs/doxygen_filter.py): the page's title says
-# it already ("Lab 06: the reduce, ..."), so only its anchor stays, for links and the contents.
-PART2_HEADING = re.compile(r'<h1>(<a class="anchor" id="lab_\d\d_part2"></a>)(?:(?!</h1>).)*</h1>',
-                           re.S)
+# The heading a lesson's second page, a notes page and a measurements page start at
+# (docs/doxygen_filter.py): the page's title says it already ("Lab 06: the reduce, ...",
+# "Lab 06: notes" over "Notes"), so only its anchor stays, for links and the contents.
+PART2_HEADING = re.compile(r'<h1>(<a class="anchor" id="lab_\d\d_(?:part2|notes|measured)"></a>)'
+                           r'(?:(?!</h1>).)*</h1>', re.S)
 
 
 # An entry of the contents column (Doxygen's div.toc): a file or folder name in it may break

@@ -123,7 +123,7 @@ def batch_bars(f: Figure, x0: float, scale: float, y: float, read_gbps: float,
                weight="bold" if bold else "normal")
 
 
-# The px right of the scale's end (GBPS_MAX) that the column of labels needs: "refused (> 100%)"
+# The px right of the scale's end (GBPS_MAX) that the column of labels needs: "refused"
 # in bold at 14 px.
 LABEL_ROOM = 122
 # A batch's bars: each BAR_H tall, BAR_PITCH apart, so that their 14 px labels do not touch.

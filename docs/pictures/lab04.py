@@ -269,6 +269,10 @@ def write_read() -> Figure:
                f"L{turn:g},{ya - sy * r:g} Q{turn:g},{ya:g} {turn + r:g},{ya:g} "
                f"L{xm - r:g},{ya:g} Q{xm:g},{ya:g} {xm:g},{ya + r:g} L{xm:g},{t - 8:g}",
                stroke=h.ink, arrow=True)
+        # The run's slots on the arrow's last leg, so that each arrow names where it lands.
+        s1, s2 = new_rows[run[0]][2], new_rows[run[-1]][2]
+        label = f"slots {s1}–{s2}" if s2 != s1 else f"slot {s1}"
+        f.text(xr + 8, ya, label, size=SIZE_SMALL, fill=h.ink)
     f.text(10, py + len(new_rows) * pitch_q + 8, "(written by set_kv, before attention)",
            size=SIZE_SMALL, fill=MUTED)
 

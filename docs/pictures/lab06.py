@@ -210,7 +210,7 @@ def measured() -> Figure:
         v2_bar = bar(WARPS[3], v2.get(shape), "", bold=True)
         if shape in refused:  # drawn where the refused figure would lie, hollow
             v2_bar = (WARPS[3], read[shape][0] * refused[shape] / 100,
-                      "refused (> 100%)", "", True, True)
+                      "refused", "", True, True)
         h100.batch_bars(f, x0, scale, y, read[shape][0], target, [
             bar(WARPS[0], v1.get(shape), "v1: logits exceed shared memory"), v2_bar])
     y = 62 + row_h * len(BATCHES)
