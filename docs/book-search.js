@@ -145,12 +145,17 @@ var BookSearch = {
       }
       // A page whose title holds every word (its opening section, no anchor) is the best hit of
       // its tier: "online softmax" finds lab 02 before a later section that mentions it more.
-      var opening = s[1] === "" ? 0 : 1;
-      found.push({ section: s, order: i, rank: [whole, tier, opening, -uses] });
+      var opening = tier === 0 && s[1] === "" ? 0 : 1;
+      // Then the pages that teach (lessons, interludes, the front matter) before the pages that
+      // use or look up (a bench, the notes, the measurements, the appendices): "corr" finds
+      // lab 02's lesson, where it is defined, before lab 07's bench page.
+      var page = BookSearch.index.pages[s[0]][0];
+      var lookup = /_(bench|review|measurements)\.html$|^(given_code|glossary|measurements|tools_inside|instructor)/.test(page) ? 1 : 0;
+      found.push({ section: s, order: i, rank: [whole, tier, opening, lookup, -uses] });
     }
     found.sort(function (a, b) {
-      return a.rank[0] - b.rank[0] || a.rank[1] - b.rank[1] || a.rank[2] - b.rank[2] ||
-             a.rank[3] - b.rank[3] || a.order - b.order;
+      for (var r = 0; r < a.rank.length; ++r) if (a.rank[r] !== b.rank[r]) return a.rank[r] - b.rank[r];
+      return a.order - b.order;
     });
     return found;
   },
