@@ -420,7 +420,7 @@ def merge_election() -> Figure:
                "and adds 1 to the arrivals counter. The atomicAdd that returns "
                f"{NUM_PARTS - 1} = num_partitions − 1 elects partition {last}'s block; it resets "
                "the counter, fences again, tells its threads, and every thread merges the "
-               "partitions' rows; the other blocks exit.")
+               "partitions' rows; the other blocks pass the same barrier and exit.")
     f.text(10, 14, f"the thread blocks of one (sequence, kv head), num_partitions = {NUM_PARTS}",
            size=SIZE_TITLE, weight="bold")
     f.text(810, 14, "time →", size=SIZE, anchor="end", fill=MUTED)
@@ -451,8 +451,10 @@ def merge_election() -> Figure:
               f'stroke-width="1.4"/>')
         f.text(d, y, f"{returned[p]}", size=SIZE_SMALL, anchor="middle", weight="bold",
                mono=True)
-        if p != last:
-            f.text(d + 16, y, "exits", size=SIZE_SMALL, fill=MUTED)
+        if p != last:  # its threads learn is_last is false at the barrier, then return
+            f.line(d + 18, y - bh / 2 - 4, d + 18, y + bh / 2 + 4, stroke=BARRIER_INK, sw=1.8,
+                   dash="4 2")
+            f.text(d + 26, y, "exits", size=SIZE_SMALL, fill=MUTED)
         else:
             f.box(d + 16, y - bh / 2, 96, bh, "atomicExch", fill=PAPER, stroke=INK,
                   size=SIZE_SMALL, mono=True, rx=2)
