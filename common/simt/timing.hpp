@@ -1,13 +1,14 @@
-// Timing device work the same way on both backends, for the CUDA labs' benchmarks:
-//   DeviceTimer   a span on the device's clock (CUDA events), or the host's on the emulator
-//   L2Flusher     evicts the GPU's L2 before a timed span, so operands come from DRAM
-//   FlushedTimer  a span timed after a flush: what every timed call below does
-//   ReadRoofline  the yardstick: one kernel that only reads the given buffers (16-byte loads,
-//                 four in flight per thread, an XOR reduction), timed like the kernel it is
-//                 compared with: what this device reads per second when reading is all it does
-//   DeviceCopy    a second yardstick: cudaMemcpy device to device of the same buffers
-//   SessionTiming what a lab's timed session holds: its launch and both yardsticks, timed alike
-// Include after (or instead of) "simt/cuda.hpp"; everything lives in the backend's namespace.
+/// \file
+/// Timing device work the same way on both backends, for the CUDA labs' benchmarks:
+///   DeviceTimer   a span on the device's clock (CUDA events), or the host's on the emulator
+///   L2Flusher     evicts the GPU's L2 before a timed span, so operands come from DRAM
+///   FlushedTimer  a span timed after a flush: what every timed call below does
+///   ReadRoofline  the yardstick: one kernel that only reads the given buffers (16-byte loads,
+///                 four in flight per thread, an XOR reduction), timed like the kernel it is
+///                 compared with: what this device reads per second when reading is all it does
+///   DeviceCopy    a second yardstick: cudaMemcpy device to device of the same buffers
+///   SessionTiming what a lab's timed session holds: its launch and both yardsticks, timed alike
+/// Include after (or instead of) "simt/cuda.hpp"; everything lives in the backend's namespace.
 #pragma once
 
 #include <algorithm>

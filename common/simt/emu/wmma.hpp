@@ -1,14 +1,15 @@
-// nvcuda::wmma on the emulator: warp-wide 16x16x16 matrix tiles (tensor cores on a GPU).
-//
-// The same spellings as CUDA's <mma.h>, for the shapes the labs use: m16n16k16, __half or
-// __nv_bfloat16 matrix_a / matrix_b fragments (row_major or col_major) and float accumulators.
-// load_matrix_sync, store_matrix_sync and mma_sync are warp collectives like the shuffles: every
-// lane of the warp must arrive at the same call, with the same arguments, and the last lane to
-// arrive does the whole tile's work once (src/wmma.cpp). Which lane holds which element of a
-// fragment is unspecified by CUDA; here it is a permutation that depends on the schedule, so a
-// kernel that reads x[i] as "row i / ..." gives different answers under different schedules.
-//
-// Included through simt/cuda.hpp when nvcc is not the compiler; under nvcc the real <mma.h> is.
+/// \file
+/// nvcuda::wmma on the emulator: warp-wide 16x16x16 matrix tiles (tensor cores on a GPU).
+///
+/// The same spellings as CUDA's <mma.h>, for the shapes the labs use: m16n16k16, __half or
+/// __nv_bfloat16 matrix_a / matrix_b fragments (row_major or col_major) and float accumulators.
+/// load_matrix_sync, store_matrix_sync and mma_sync are warp collectives like the shuffles: every
+/// lane of the warp must arrive at the same call, with the same arguments, and the last lane to
+/// arrive does the whole tile's work once (src/wmma.cpp). Which lane holds which element of a
+/// fragment is unspecified by CUDA; here it is a permutation that depends on the schedule, so a
+/// kernel that reads x[i] as "row i / ..." gives different answers under different schedules.
+///
+/// Included through simt/cuda.hpp when nvcc is not the compiler; under nvcc the real <mma.h> is.
 #pragma once
 
 #include <cstdint>
