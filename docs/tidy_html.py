@@ -572,7 +572,7 @@ def drop_empty_related_pages(html_dir: Path) -> bool:
 # The heading a lesson's second page, a notes page and a measurements page start at
 # (docs/doxygen_filter.py): the page's title says it already ("Lab 06: the reduce, ...",
 # "Lab 06: notes" over "Notes"), so only its anchor stays, for links and the contents.
-PART2_HEADING = re.compile(r'<h1>(<a class="anchor" id="lab_\d\d_(?:part2|notes|measured)"></a>)'
+TITLE_HEADING = re.compile(r'<h1>(<a class="anchor" id="lab_\d\d_(?:part2|notes|measured)"></a>)'
                            r'(?:(?!</h1>).)*</h1>', re.S)
 
 
@@ -657,7 +657,7 @@ def tidy(text: str) -> str:
     text = NOWRAP_CODE.sub(r'<code class="book-nowrap">\1</code>', text)
     text = NOWRAP_LINKED_CODE.sub(r'<code class="book-nowrap">\1</code>', text)
     text = HEADING_ANCHOR_NEWLINE.sub(r"\1", text)
-    text = PART2_HEADING.sub(r"\1", text)
+    text = TITLE_HEADING.sub(r"\1", text)
     text = TITLE_TRAILING_SPACE.sub(r"\1\2", text)
     text = TABLE_CELL.sub(_unbroken_dates, text)
     text = MATH_WITH_PUNCTUATION.sub(_keep_together, text)

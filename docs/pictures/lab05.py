@@ -572,8 +572,10 @@ def gpu() -> Figure:
     rows = [(shape, lab, [(WARPS[0], *v1[lab][shape])] +
              ([(WARPS[2], flash[shape]["sdpa_flash_GBps"], None)] if shape in flash else []))
             for shape, lab in GPU_BATCHES]
-    pitch = 44  # a batch's two label lines and the gap under them, as lab 06's figure
-    height = sum(max(pitch, h100.BAR_PITCH * len(bars) + 14) for _, _, bars in rows)
+    # a batch's row: its two label lines and the gap under them (44, as lab 06's figure), or its
+    # bars if they are taller
+    row_h = [max(44, h100.BAR_PITCH * len(bars) + 14) for _, _, bars in rows]
+    height = sum(row_h)
     f = Figure(820, 104 + height, "paged_attention_v1 on an H100",
                "GB/s of K and V each call must read, for seven decode batches (float16, head "
                "size 128, block size 16): v1 on 2026-11-26 with its percentage of the same run's "
@@ -582,14 +584,14 @@ def gpu() -> Figure:
     x0 = h100.BARS_X
     scale = h100.gbps_scale(f, x0, f.width - x0 - h100.LABEL_ROOM - 20, 40 + height)
     y = 42
-    for shape, lab, bars in rows:
+    for (shape, lab, bars), h in zip(rows, row_h):
         seqs, tokens, heads, kv = shape
         f.text(10, y + 9, f"{seqs} × {tokens:,} tokens, {heads}/{kv} heads", size=SIZE_SMALL)
         f.text(10, y + 27, f"grid: {heads * seqs:,} thread blocks", size=SIZE_SMALL, fill=MUTED)
         h100.batch_bars(f, x0, scale, y, read[lab][shape][0], None, [
             (hue_, gbps, f"{gbps:,.0f}  ({pct:.0f}%)" if pct is not None else f"{gbps:,.0f}", "",
              hue_ is WARPS[0]) for hue_, gbps, pct in bars])
-        y += max(pitch, h100.BAR_PITCH * len(bars) + 14)
+        y += h
     y += 20
     end = f.legend(10, y, [(WARPS[0], "v1 (lab 05), 2026-11-26"),
                            (WARPS[2], "FlashAttention via PyTorch, 2026-11-22")])

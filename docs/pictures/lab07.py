@@ -534,7 +534,7 @@ def targets() -> Figure:
                "this lab's kernel and FlashAttention through PyTorch, the read yardstick of the same "
                "bytes, and this lab's target as a fraction of the yardstick.")
     x0 = h100.BARS_X
-    # the labels' column holds "2,109  (72%)" at most: narrower than lab 06's "refused"
+    # the labels' column holds "2,109  (72%)" at most: no wider than lab 06's figures
     label_room = 106
     scale = h100.gbps_scale(f, x0, f.width - x0 - label_room - 20, 40 + row_h * len(SHAPES))
     for i, (seqs, tokens, heads, kv, target) in enumerate(SHAPES):

@@ -450,8 +450,10 @@ def checker_hint(lab: Lab, detail: str, root: Path = ROOT) -> str:
                                                          "What to implement")
                     # An overrun is one access whose index is wrong, often from a value an
                     # earlier step computed; a race is two accesses that no barrier orders.
+                    finding = CHECKER_FINDING.search(detail)
+                    overrun = bool(finding) and finding.group(1) == "out of bounds"
                     question = ("which of the indices in this access runs past the buffer, and "
-                                "which step computed it?" if "out of bounds" in detail else
+                                "which step computed it?" if overrun else
                                 "which barrier orders the two accesses the report names?")
                     return (f"{name}:{line} lies in {m.group(1).rstrip('.:')} ({m.group(2)}): "
                             f"{question} (§ {section})")
